@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel API differences between the oldest supported kernel (6.1) and
+ * newer ones, keyed by feature. Kbuild decides each HAVE_* by grepping the
+ * target kernel's headers (see kernel/Kbuild); no version checks here.
+ */
+#ifndef _SMR_COMPAT_H
+#define _SMR_COMPAT_H
+
+#include <linux/net.h>
+
+/*
+ * 6.10 folded accept's flags and kern arguments into struct
+ * proto_accept_arg. SMR_ACCEPT_ARGS declares the ->accept parameter list,
+ * SMR_ACCEPT_FLAGS and SMR_ACCEPT_KERN read them back.
+ */
+#ifdef HAVE_PROTO_ACCEPT_ARG
+#define SMR_ACCEPT_ARGS		struct proto_accept_arg *arg
+#define SMR_ACCEPT_FLAGS	(arg->flags)
+#define SMR_ACCEPT_KERN		(arg->kern)
+#else
+#define SMR_ACCEPT_ARGS		int flags, bool kern
+#define SMR_ACCEPT_FLAGS	(flags)
+#define SMR_ACCEPT_KERN		(kern)
+#endif
+
+/*
+ * 6.2 let any family take SOL_SOCKET options through ->setsockopt
+ * (SOCK_CUSTOM_SOCKOPT). Before that the socket layer applies them to the SMR
+ * sock only, and smr_tcp_copy_sockopts() copies them to the inner socket.
+ */
+static inline void smr_want_sol_socket(struct socket *sock)
+{
+#ifdef HAVE_SOCK_CUSTOM_SOCKOPT
+	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+#endif
+}
+
+#endif /* _SMR_COMPAT_H */

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: shared-memory sockets over RDMA - module entry points.
+ *
+ * Locking and lifetimes: init runs each subsystem's setup in order and
+ * unwinds in reverse on failure; exit is the same unwinding. Nothing here is
+ * shared at run time except the read-only module parameters.
+ */
+#include <linux/module.h>
+#include <linux/net.h>
+
+#include "smr.h"
+
+int smr_family = SMR_FAMILY_DEFAULT;
+module_param_named(family, smr_family, int, 0444);
+MODULE_PARM_DESC(family, "address family number of SMR sockets (default "
+		 __stringify(SMR_FAMILY_DEFAULT) ")");
+
+static int __init smr_init(void)
+{
+	int err;
+
+	if (smr_family <= 0 || smr_family >= NPROTO) {
+		pr_err("smr: family=%d out of range 1..%d\n", smr_family,
+		       NPROTO - 1);
+		return -EINVAL;
+	}
+
+	err = smr_stats_init();
+	if (err)
+		return err;
+	err = smr_af_init();
+	if (err)
+		goto err_stats;
+	pr_info("smr: address family %d registered\n", smr_family);
+	return 0;
+
+err_stats:
+	smr_stats_exit();
+	return err;
+}
+
+static void __exit smr_exit(void)
+{
+	smr_af_exit();
+	smr_stats_exit();
+}
+
+module_init(smr_init);
+module_exit(smr_exit);
+
+MODULE_DESCRIPTION("SMR: shared-memory sockets over RDMA");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_NETPROTO(SMR_FAMILY_DEFAULT);

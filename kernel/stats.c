@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: per-network-namespace counters, shown in /proc/net/smr/stats.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * Counters are per-CPU s64 arrays updated with this_cpu_add(), so the data
+ * path takes no lock and shares no cache line; readers sum all CPUs, which
+ * is exact for counters at rest and a close snapshot under traffic. A
+ * namespace's array and proc directory live from its pernet init to its
+ * pernet exit; sockets hold their netns, so no socket can count into a
+ * freed array.
+ */
+#include <linux/percpu.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "smr.h"
+
+struct smr_stats {
+	s64 count[SMR_STAT_MAX];
+};
+
+struct smr_net {
+	struct smr_stats __percpu *stats;
+	struct proc_dir_entry *proc_dir;
+};
+
+static unsigned int smr_net_id __read_mostly;
+
+static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
+	[SMR_STAT_SOCKETS_CREATED]	= "sockets_created",
+	[SMR_STAT_SOCKETS_ACTIVE]	= "sockets_active",
+	[SMR_STAT_LISTENS]		= "listens",
+	[SMR_STAT_CONNECTS]		= "connects",
+	[SMR_STAT_ACCEPTS]		= "accepts",
+	[SMR_STAT_MODE_TCP]		= "mode_tcp",
+	[SMR_STAT_MODE_RDMA]		= "mode_rdma",
+	[SMR_STAT_TCP_BYTES_SENT]	= "tcp_bytes_sent",
+	[SMR_STAT_TCP_BYTES_RECEIVED]	= "tcp_bytes_received",
+	[SMR_STAT_RDMA_BYTES_SENT]	= "rdma_bytes_sent",
+	[SMR_STAT_RDMA_BYTES_RECEIVED]	= "rdma_bytes_received",
+};
+
+/* counter names are "fallback_" + these; indexed by enum smr_reason */
+static const char *const smr_reason_names[SMR_REASON_MAX] = {
+	[SMR_REASON_NONE]		= "none",
+	[SMR_REASON_NOT_NEGOTIATED]	= "not_negotiated",
+	[SMR_REASON_PEER_NO_SMR]	= "peer_no_smr",
+	[SMR_REASON_OPTION_NO_SPACE]	= "option_no_space",
+	[SMR_REASON_SYN_COOKIES]	= "syn_cookies",
+	[SMR_REASON_NO_RDMA_DEVICE]	= "no_rdma_device",
+	[SMR_REASON_PEER_DECLINED]	= "peer_declined",
+	[SMR_REASON_HANDSHAKE_TIMEOUT]	= "handshake_timeout",
+	[SMR_REASON_VERSION_MISMATCH]	= "version_mismatch",
+	[SMR_REASON_NO_MEMORY]		= "no_memory",
+	[SMR_REASON_LINK_FAILURE]	= "link_failure",
+	[SMR_REASON_PROTOCOL_ERROR]	= "protocol_error",
+	[SMR_REASON_RDMA_UNAVAILABLE]	= "rdma_unavailable",
+	[SMR_REASON_OPTION_ECHOED]	= "option_echoed",
+};
+
+void smr_stat_add(const struct net *net, enum smr_stat stat, s64 delta)
+{
+	struct smr_net *sn = net_generic(net, smr_net_id);
+
+	this_cpu_add(sn->stats->count[stat], delta);
+}
+
+static s64 smr_stat_sum(const struct smr_net *sn, enum smr_stat stat)
+{
+	s64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr(sn->stats, cpu)->count[stat];
+	return sum;
+}
+
+static int smr_stats_show(struct seq_file *seq, void *v)
+{
+	struct smr_net *sn = net_generic(seq_file_single_net(seq), smr_net_id);
+	int i;
+
+	for (i = 0; i < SMR_STAT_FALLBACK_FIRST; i++)
+		seq_printf(seq, "%s %lld\n", smr_stat_names[i],
+			   smr_stat_sum(sn, i));
+	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
+		seq_printf(seq, "fallback_%s %lld\n", smr_reason_names[i],
+			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
+	return 0;
+}
+
+static int __net_init smr_net_init(struct net *net)
+{
+	struct smr_net *sn = net_generic(net, smr_net_id);
+
+	sn->stats = alloc_percpu(struct smr_stats);
+	if (!sn->stats)
+		return -ENOMEM;
+	sn->proc_dir = proc_net_mkdir(net, "smr", net->proc_net);
+	if (!sn->proc_dir)
+		goto err_stats;
+	if (!proc_create_net_single("stats", 0444, sn->proc_dir,
+				    smr_stats_show, NULL))
+		goto err_dir;
+	return 0;
+
+err_dir:
+	remove_proc_entry("smr", net->proc_net);
+err_stats:
+	free_percpu(sn->stats);
+	return -ENOMEM;
+}
+
+static void __net_exit smr_net_exit(struct net *net)
+{
+	struct smr_net *sn = net_generic(net, smr_net_id);
+
+	remove_proc_subtree("smr", net->proc_net);
+	free_percpu(sn->stats);
+}
+
+static struct pernet_operations smr_net_ops = {
+	.init	= smr_net_init,
+	.exit	= smr_net_exit,
+	.id	= &smr_net_id,
+	.size	= sizeof(struct smr_net),
+};
+
+int smr_stats_init(void)
+{
+	return register_pernet_subsys(&smr_net_ops);
+}
+
+void smr_stats_exit(void)
+{
+	unregister_pernet_subsys(&smr_net_ops);
+}
