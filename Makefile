@@ -19,7 +19,6 @@ BUILD := $(REPO)/build
 KVER_MAIN ?= 6.12
 KVER_OLD ?= 6.1
 KDIR ?= $(shell $(REPO)/scripts/kdir $(KVER_MAIN) 2>/dev/null)
-KSRC_FILES := Kbuild $(wildcard kernel/*.c kernel/*.h) kernel/Kbuild uapi/linux/smr.h
 
 .PHONY: all modules deps all-kernels module-old user check selftests \
 	style sparse demo install clean
@@ -36,16 +35,14 @@ modules: deps
 # Kbuild (before 6.13) builds in the source tree, so other kernels build
 # from a copy of the sources under build/kernels/VERSION.
 module-old: deps
-	@kdir=$$($(REPO)/scripts/kdir $(KVER_OLD)); \
-	out=$(BUILD)/kernels/$$(basename $$(dirname $$kdir)); \
-	mkdir -p $$out && cp --parents $(KSRC_FILES) $$out/ && \
-	$(MAKE) -C "$$kdir" M=$$out modules
+	@$(REPO)/scripts/build-copy $(KVER_OLD)
 
 all-kernels: modules module-old
 
 user: deps
 	$(MAKE) -C $(REPO)/scripts
 	$(MAKE) -C $(REPO)/selftests
+	$(MAKE) -C $(REPO)/selftests/wire
 
 selftests: user
 
@@ -59,7 +56,8 @@ style: deps
 	@$(REPO)/scripts/checkpatch-run
 
 sparse: deps
-	$(MAKE) C=2 W=1 all-kernels
+	@$(REPO)/scripts/build-copy $(KVER_MAIN) C=2 W=1
+	@$(REPO)/scripts/build-copy $(KVER_OLD) C=2 W=1
 
 install: modules user
 	@kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(REPO)/scripts/kdir $(KVER_MAIN)); \

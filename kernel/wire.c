@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR wire formats: parse and build the TCP option and the handshake
+ * messages described in Documentation/protocol.rst.
+ *
+ * Built into the module and, unchanged, into userspace unit tests and a
+ * libFuzzer target, so it uses nothing but wire.h: no kernel or libc
+ * helpers beyond compiler builtins. Parsers decode wire bytes into a local
+ * host-order struct and copy it out only on success. One validator serves
+ * both directions, so smr_hs_build() refuses exactly what smr_hs_parse()
+ * would reject and parse(build(m)) gives back m.
+ */
+#include "wire.h"
+
+/* ---- big-endian accessors ---- */
+
+static inline u16 smr_get_be16(const u8 *p)
+{
+	return (u16)(p[0] << 8 | p[1]);
+}
+
+static inline u32 smr_get_be32(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
+
+static inline u64 smr_get_be64(const u8 *p)
+{
+	return (u64)smr_get_be32(p) << 32 | smr_get_be32(p + 4);
+}
+
+static inline void smr_put_be16(u8 *p, u16 v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xff;
+}
+
+static inline void smr_put_be32(u8 *p, u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = (v >> 16) & 0xff;
+	p[2] = (v >> 8) & 0xff;
+	p[3] = v & 0xff;
+}
+
+static inline void smr_put_be64(u8 *p, u64 v)
+{
+	smr_put_be32(p, v >> 32);
+	smr_put_be32(p + 4, v & 0xffffffffu);
+}
+
+static inline void smr_copy_bytes(u8 *dst, const u8 *src, size_t n)
+{
+	__builtin_memcpy(dst, src, n);
+}
+
+static int smr_bytes_zero(const u8 *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* ---- TCP option ---- */
+
+#define SMR_OPT_EOL		0
+#define SMR_OPT_NOP		1
+#define SMR_OPT_EXID_LEN	6	/* kind, length, 32-bit ExID */
+#define SMR_OPT_PROOF_KEY	0x5a17c3e9u
+
+static inline u32 smr_ror32(u32 word, unsigned int shift)
+{
+	return word >> shift | word << (32 - shift);
+}
+
+u32 smr_opt_proof(u32 nonce)
+{
+	/*
+	 * No nonce is its own proof: N ^ ror32(N, 11) always has an even
+	 * number of bits set and the key has an odd number, so proof(N) == N
+	 * has no solution. smr_opt_nonce_ok() still checks, to keep the
+	 * documented rule independent of this argument.
+	 */
+	return smr_ror32(nonce, 11) ^ SMR_OPT_PROOF_KEY;
+}
+
+int smr_opt_nonce_ok(u32 nonce)
+{
+	return nonce != 0 && smr_opt_proof(nonce) != nonce;
+}
+
+/* Decode one option whose ExID is SMR's; @olen fits in the area. */
+static int smr_opt_decode(const u8 *opt, size_t olen, struct smr_opt *out)
+{
+	u8 version, role;
+
+	if (olen != SMR_OPT_LEN)
+		return -SMR_WIRE_EFIELD;
+	version = opt[6] >> 4;
+	role = opt[6] & 0x0f;
+	if (version != SMR_OPT_VERSION)
+		return -SMR_WIRE_EFIELD;
+	if (role != SMR_OPT_ROLE_OFFER && role != SMR_OPT_ROLE_ANSWER)
+		return -SMR_WIRE_EFIELD;
+	out->version = version;
+	out->role = role;
+	out->flags = opt[7];
+	out->nonce = smr_get_be32(opt + 8);
+	return 1;
+}
+
+int smr_opt_parse(const u8 *opts, size_t len, struct smr_opt *out)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		u8 kind = opts[i];
+		size_t olen;
+
+		if (kind == SMR_OPT_EOL)
+			return 0;
+		if (kind == SMR_OPT_NOP) {
+			i++;
+			continue;
+		}
+		/* every other kind has a length byte counting kind and itself */
+		if (len - i < 2)
+			return -SMR_WIRE_EOPTION;
+		olen = opts[i + 1];
+		if (olen < 2 || olen > len - i)
+			return -SMR_WIRE_EOPTION;
+		/* other kind 254 users: 16-bit ExIDs (TFO's 0xF989), other 32-bit ones */
+		if (kind == SMR_OPT_KIND && olen >= SMR_OPT_EXID_LEN &&
+		    smr_get_be32(opts + i + 2) == SMR_OPT_EXID)
+			return smr_opt_decode(opts + i, olen, out);
+		i += olen;
+	}
+	return 0;
+}
+
+void smr_opt_write(u8 *buf, const struct smr_opt *opt)
+{
+	buf[0] = SMR_OPT_KIND;
+	buf[1] = SMR_OPT_LEN;
+	smr_put_be32(buf + 2, SMR_OPT_EXID);
+	buf[6] = (u8)((opt->version & 0x0f) << 4 | (opt->role & 0x0f));
+	buf[7] = opt->flags;
+	smr_put_be32(buf + 8, opt->nonce);
+}
+
+/* ---- handshake messages ---- */
+
+/* header */
+#define SMR_HS_OFF_MAGIC	0
+#define SMR_HS_OFF_VERSION	4
+#define SMR_HS_OFF_TYPE		5
+#define SMR_HS_OFF_LENGTH	6
+#define SMR_HS_TRAILER_LEN	4
+
+/* address block of PROPOSAL and ACCEPT: family, reserved, gid, ip */
+#define SMR_HS_OFF_ADDR		10
+#define SMR_HS_ADDR_GID		2
+#define SMR_HS_ADDR_IP		18
+#define SMR_HS_ADDR_LEN		34
+
+/* RMB block of ACCEPT and CONFIRM: addr, rkey, size */
+#define SMR_HS_RMB_RKEY		8
+#define SMR_HS_RMB_SIZE		12
+
+/* PROPOSAL */
+#define SMR_HS_P_MAX_VERSION	8
+#define SMR_HS_P_CAPS		9
+#define SMR_HS_P_TOKEN		44
+#define SMR_HS_P_RMB_SIZE	52
+#define SMR_HS_P_RESERVED	56
+
+/* ACCEPT */
+#define SMR_HS_A_VERSION	8
+#define SMR_HS_A_CAPS		9
+#define SMR_HS_A_TOKEN		44
+#define SMR_HS_A_TOKEN_ECHO	52
+#define SMR_HS_A_RMB		60
+
+/* CONFIRM */
+#define SMR_HS_C_TOKEN		8
+#define SMR_HS_C_TOKEN_ECHO	16
+#define SMR_HS_C_RMB		24
+
+/* DECLINE */
+#define SMR_HS_D_REASON		8
+#define SMR_HS_D_RESERVED	9
+#define SMR_HS_D_RESERVED_LEN	3
+#define SMR_HS_D_TOKEN_ECHO	12
+
+/* exact length of a version 1 message of @type, 0 for an unknown type */
+static size_t smr_hs_type_len(u8 type)
+{
+	switch (type) {
+	case SMR_HS_PROPOSAL:
+		return SMR_HS_PROPOSAL_LEN;
+	case SMR_HS_ACCEPT:
+		return SMR_HS_ACCEPT_LEN;
+	case SMR_HS_CONFIRM:
+		return SMR_HS_CONFIRM_LEN;
+	case SMR_HS_DECLINE:
+		return SMR_HS_DECLINE_LEN;
+	}
+	return 0;
+}
+
+static int smr_hs_rmb_size_ok(u32 size)
+{
+	return size >= SMR_HS_RMB_MIN && size <= SMR_HS_RMB_MAX &&
+	       (size & (size - 1)) == 0;
+}
+
+static int smr_hs_addr_valid(const struct smr_hs_addr *addr)
+{
+	if (addr->family == SMR_HS_AF_INET6)
+		return 0;
+	if (addr->family != SMR_HS_AF_INET)
+		return -SMR_WIRE_EFIELD;
+	/* an IPv4 address has one encoding: the rest of ip[] is zero */
+	if (!smr_bytes_zero(addr->ip + 4, sizeof(addr->ip) - 4))
+		return -SMR_WIRE_EFIELD;
+	return 0;
+}
+
+/*
+ * The semantic rules of protocol.rst for a host-order message: shared by
+ * parse (after decoding) and build (before encoding). Rules that concern
+ * only wire bytes (reserved bytes, trailer) are checked by the parser.
+ */
+static int smr_hs_validate(const struct smr_hs_msg *m)
+{
+	int err;
+
+	switch (m->type) {
+	case SMR_HS_PROPOSAL:
+		if (m->proposal.max_version < SMR_HS_VERSION)
+			return -SMR_WIRE_EFIELD;
+		err = smr_hs_addr_valid(&m->proposal.addr);
+		if (err)
+			return err;
+		if (!smr_hs_rmb_size_ok(m->proposal.rmb_size))
+			return -SMR_WIRE_EFIELD;
+		if (!m->proposal.token)
+			return -SMR_WIRE_ETOKEN;
+		return 0;
+	case SMR_HS_ACCEPT:
+		if (m->accept.version != SMR_HS_VERSION)
+			return -SMR_WIRE_EVERSION;
+		err = smr_hs_addr_valid(&m->accept.addr);
+		if (err)
+			return err;
+		if (!smr_hs_rmb_size_ok(m->accept.rmb.size))
+			return -SMR_WIRE_EFIELD;
+		/* the echo is the client's token, which is never zero */
+		if (!m->accept.token || !m->accept.token_echo)
+			return -SMR_WIRE_ETOKEN;
+		return 0;
+	case SMR_HS_CONFIRM:
+		if (!smr_hs_rmb_size_ok(m->confirm.rmb.size))
+			return -SMR_WIRE_EFIELD;
+		if (!m->confirm.token || !m->confirm.token_echo)
+			return -SMR_WIRE_ETOKEN;
+		return 0;
+	case SMR_HS_DECLINE:
+		/* unknown reasons below the limit are the caller's to map */
+		if (m->decline.reason >= SMR_HS_REASON_LIMIT)
+			return -SMR_WIRE_EFIELD;
+		return 0;
+	}
+	return -SMR_WIRE_ETYPE;
+}
+
+int smr_hs_peek(const u8 *buf, size_t avail)
+{
+	size_t i, len;
+
+	/* byte by byte: application data is told apart from its first byte */
+	for (i = 0; i < 4 && i < avail; i++)
+		if (buf[i] != ((SMR_HS_MAGIC >> (24 - 8 * i)) & 0xff))
+			return -SMR_WIRE_EMAGIC;
+	if (avail < SMR_HS_HDR_LEN)
+		return -SMR_WIRE_EAGAIN;
+	if (buf[SMR_HS_OFF_VERSION] != SMR_HS_VERSION)
+		return -SMR_WIRE_EVERSION;
+	len = smr_hs_type_len(buf[SMR_HS_OFF_TYPE]);
+	if (!len)
+		return -SMR_WIRE_ETYPE;
+	if (smr_get_be16(buf + SMR_HS_OFF_LENGTH) != len)
+		return -SMR_WIRE_ELENGTH;
+	return (int)len;
+}
+
+static int smr_hs_decode_addr(const u8 *p, struct smr_hs_addr *addr)
+{
+	if (p[1])	/* reserved byte after the family */
+		return -SMR_WIRE_EFIELD;
+	addr->family = p[0];
+	smr_copy_bytes(addr->gid, p + SMR_HS_ADDR_GID, sizeof(addr->gid));
+	smr_copy_bytes(addr->ip, p + SMR_HS_ADDR_IP, sizeof(addr->ip));
+	return 0;
+}
+
+static void smr_hs_decode_rmb(const u8 *p, struct smr_hs_rmb *rmb)
+{
+	rmb->addr = smr_get_be64(p);
+	rmb->rkey = smr_get_be32(p + SMR_HS_RMB_RKEY);
+	rmb->size = smr_get_be32(p + SMR_HS_RMB_SIZE);
+}
+
+/* Decode the body of a message whose header and length are checked. */
+static int smr_hs_decode(const u8 *buf, struct smr_hs_msg *m)
+{
+	m->type = buf[SMR_HS_OFF_TYPE];
+	switch (m->type) {
+	case SMR_HS_PROPOSAL:
+		if (smr_get_be32(buf + SMR_HS_P_RESERVED))
+			return -SMR_WIRE_EFIELD;
+		m->proposal.max_version = buf[SMR_HS_P_MAX_VERSION];
+		m->proposal.caps = buf[SMR_HS_P_CAPS];
+		m->proposal.token = smr_get_be64(buf + SMR_HS_P_TOKEN);
+		m->proposal.rmb_size = smr_get_be32(buf + SMR_HS_P_RMB_SIZE);
+		return smr_hs_decode_addr(buf + SMR_HS_OFF_ADDR,
+					  &m->proposal.addr);
+	case SMR_HS_ACCEPT:
+		m->accept.version = buf[SMR_HS_A_VERSION];
+		m->accept.caps = buf[SMR_HS_A_CAPS];
+		m->accept.token = smr_get_be64(buf + SMR_HS_A_TOKEN);
+		m->accept.token_echo = smr_get_be64(buf + SMR_HS_A_TOKEN_ECHO);
+		smr_hs_decode_rmb(buf + SMR_HS_A_RMB, &m->accept.rmb);
+		return smr_hs_decode_addr(buf + SMR_HS_OFF_ADDR,
+					  &m->accept.addr);
+	case SMR_HS_CONFIRM:
+		m->confirm.token = smr_get_be64(buf + SMR_HS_C_TOKEN);
+		m->confirm.token_echo = smr_get_be64(buf + SMR_HS_C_TOKEN_ECHO);
+		smr_hs_decode_rmb(buf + SMR_HS_C_RMB, &m->confirm.rmb);
+		return 0;
+	case SMR_HS_DECLINE:
+		if (!smr_bytes_zero(buf + SMR_HS_D_RESERVED,
+				    SMR_HS_D_RESERVED_LEN))
+			return -SMR_WIRE_EFIELD;
+		m->decline.reason = buf[SMR_HS_D_REASON];
+		m->decline.token_echo = smr_get_be64(buf + SMR_HS_D_TOKEN_ECHO);
+		return 0;
+	}
+	return -SMR_WIRE_ETYPE;	/* unreachable: smr_hs_peek() checked */
+}
+
+int smr_hs_parse(const u8 *buf, size_t len, struct smr_hs_msg *out)
+{
+	struct smr_hs_msg m;
+	int total, err;
+
+	total = smr_hs_peek(buf, len);
+	if (total < 0)
+		return total;
+	if (len < (size_t)total)
+		return -SMR_WIRE_EAGAIN;
+	if (len > (size_t)total)
+		return -SMR_WIRE_ELENGTH;
+	if (smr_get_be32(buf + total - SMR_HS_TRAILER_LEN) != SMR_HS_TRAILER)
+		return -SMR_WIRE_ETRAILER;
+
+	/* zeroed, padding included, so callers may compare whole structs */
+	__builtin_memset(&m, 0, sizeof(m));
+	err = smr_hs_decode(buf, &m);
+	if (!err)
+		err = smr_hs_validate(&m);
+	if (err)
+		return err;
+	*out = m;
+	return 0;
+}
+
+int smr_hs_check(const struct smr_hs_msg *msg, u8 expected, u64 my_token)
+{
+	if (!smr_hs_type_len(expected))
+		return -SMR_WIRE_ETYPE;
+	if (msg->type != expected && msg->type != SMR_HS_DECLINE)
+		return -SMR_WIRE_ETYPE;
+	switch (msg->type) {
+	case SMR_HS_PROPOSAL:
+		return 0;	/* opens the exchange: nothing to echo */
+	case SMR_HS_ACCEPT:
+		return msg->accept.token_echo == my_token ? 0 : -SMR_WIRE_ETOKEN;
+	case SMR_HS_CONFIRM:
+		return msg->confirm.token_echo == my_token ? 0 : -SMR_WIRE_ETOKEN;
+	case SMR_HS_DECLINE:
+		/* a DECLINE sent before the sender learnt our token echoes 0 */
+		if (msg->decline.token_echo == 0 ||
+		    msg->decline.token_echo == my_token)
+			return 0;
+		return -SMR_WIRE_ETOKEN;
+	}
+	return -SMR_WIRE_ETYPE;
+}
+
+static void smr_hs_encode_addr(u8 *p, const struct smr_hs_addr *addr)
+{
+	p[0] = addr->family;
+	smr_copy_bytes(p + SMR_HS_ADDR_GID, addr->gid, sizeof(addr->gid));
+	smr_copy_bytes(p + SMR_HS_ADDR_IP, addr->ip, sizeof(addr->ip));
+}
+
+static void smr_hs_encode_rmb(u8 *p, const struct smr_hs_rmb *rmb)
+{
+	smr_put_be64(p, rmb->addr);
+	smr_put_be32(p + SMR_HS_RMB_RKEY, rmb->rkey);
+	smr_put_be32(p + SMR_HS_RMB_SIZE, rmb->size);
+}
+
+size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
+{
+	size_t len = smr_hs_type_len(msg->type);
+
+	if (!len || len > cap || smr_hs_validate(msg))
+		return 0;
+
+	/* reserved bytes and anything a type leaves out stay zero */
+	__builtin_memset(buf, 0, len);
+	smr_put_be32(buf + SMR_HS_OFF_MAGIC, SMR_HS_MAGIC);
+	buf[SMR_HS_OFF_VERSION] = SMR_HS_VERSION;
+	buf[SMR_HS_OFF_TYPE] = msg->type;
+	smr_put_be16(buf + SMR_HS_OFF_LENGTH, (u16)len);
+	smr_put_be32(buf + len - SMR_HS_TRAILER_LEN, SMR_HS_TRAILER);
+
+	switch (msg->type) {
+	case SMR_HS_PROPOSAL:
+		buf[SMR_HS_P_MAX_VERSION] = msg->proposal.max_version;
+		buf[SMR_HS_P_CAPS] = msg->proposal.caps;
+		smr_hs_encode_addr(buf + SMR_HS_OFF_ADDR, &msg->proposal.addr);
+		smr_put_be64(buf + SMR_HS_P_TOKEN, msg->proposal.token);
+		smr_put_be32(buf + SMR_HS_P_RMB_SIZE, msg->proposal.rmb_size);
+		break;
+	case SMR_HS_ACCEPT:
+		buf[SMR_HS_A_VERSION] = msg->accept.version;
+		buf[SMR_HS_A_CAPS] = msg->accept.caps;
+		smr_hs_encode_addr(buf + SMR_HS_OFF_ADDR, &msg->accept.addr);
+		smr_put_be64(buf + SMR_HS_A_TOKEN, msg->accept.token);
+		smr_put_be64(buf + SMR_HS_A_TOKEN_ECHO, msg->accept.token_echo);
+		smr_hs_encode_rmb(buf + SMR_HS_A_RMB, &msg->accept.rmb);
+		break;
+	case SMR_HS_CONFIRM:
+		smr_put_be64(buf + SMR_HS_C_TOKEN, msg->confirm.token);
+		smr_put_be64(buf + SMR_HS_C_TOKEN_ECHO, msg->confirm.token_echo);
+		smr_hs_encode_rmb(buf + SMR_HS_C_RMB, &msg->confirm.rmb);
+		break;
+	case SMR_HS_DECLINE:
+		buf[SMR_HS_D_REASON] = msg->decline.reason;
+		smr_put_be64(buf + SMR_HS_D_TOKEN_ECHO, msg->decline.token_echo);
+		break;
+	}
+	return len;
+}

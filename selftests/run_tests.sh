@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# SMR test runner: what `make check` runs. Each suite prints TAP; this script
+# keeps every suite's log under build/test-logs/, counts its results and ends
+# with one line "N passed, N failed, N skipped".
+#
+# Suites run on the build host (builds, style) or inside QEMU guests through
+# scripts/vm-run. Inside guests the module is loaded, so a skipped SMR case
+# there is a failure, not a skip: nothing is allowed to silently not run.
+#
+#   selftests/run_tests.sh [SUITE...]     default: all suites, in order
+#   SMR_TEST_LIST=1 selftests/run_tests.sh   list the suites
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+logs=$repo/build/test-logs
+summary=$repo/build/test-summary
+mkdir -p "$logs"
+rm -f "$summary"
+cd "$repo"
+
+passed=0 failed=0 skipped=0
+failures=()
+
+# count_tap NAME LOG RC STRICT: fold one suite's TAP into the totals.
+# Only top-level TAP result lines count (kselftest nests sub-results behind
+# "# "). STRICT=1 turns skips into failures.
+count_tap() {
+	local name=$1 log=$2 rc=$3 strict=$4
+	local p f s
+	p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
+	s=$(grep -E '^ok [0-9]+' "$log" | grep -ciE '# *skip' | tr -d ' ')
+	f=$(grep -cE '^not ok [0-9]+' "$log" | tr -d ' ')
+	p=$((p - s))
+	if [ "$strict" = 1 ] && [ "$s" -gt 0 ]; then
+		grep -E '^ok [0-9]+' "$log" | grep -iE '# *skip' | sed 's/^/  skipped where it must run: /'
+		f=$((f + s))
+		s=0
+	fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# the suite died or failed outside any single case
+		echo "  $name exited $rc with no failing case: counted as one failure"
+		f=1
+	fi
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "  $name ran no test: counted as one failure"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	[ "$f" -eq 0 ] || failures+=("$name")
+	printf '%-22s %4d passed %4d failed %4d skipped  (%s)\n' "$name" "$p" "$f" "$s" "${log#"$repo"/}"
+}
+
+# run_suite NAME STRICT CMD...: run, tee the log, count.
+run_suite() {
+	local name=$1 strict=$2
+	shift 2
+	local log=$logs/$name.log rc start
+	start=$(date +%s)
+	echo "=== $name: $*"
+	"$@" >"$log" 2>&1
+	rc=$?
+	# the whole log on failure, the TAP lines otherwise
+	if [ "$rc" -ne 0 ] || grep -qE '^not ok' "$log"; then
+		cat "$log"
+	else
+		grep -E '^(not )?ok [0-9]+' "$log"
+	fi
+	echo "--- $name finished in $(( $(date +%s) - start )) s, exit $rc"
+	count_tap "$name" "$log" "$rc" "$strict"
+}
+
+vm() {
+	"$repo/scripts/vm-run" "$@"
+}
+
+suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
+suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
+suite_vm_run() { run_suite vm_run 0 "$repo/selftests/vm_run_test.sh"; }
+suite_api() {
+	run_suite api 1 vm --hosts 1 -- "$repo/build/selftests/smr_api"
+}
+suite_preload() {
+	run_suite preload 1 vm --hosts 1 -- "$repo/selftests/preload_test.sh"
+}
+suite_apps() { run_suite apps 0 "$repo/selftests/apps_test.sh"; }
+
+all_suites=(build wire vm_run api preload apps)
+if [ -n "${SMR_TEST_LIST:-}" ]; then
+	printf '%s\n' "${all_suites[@]}"
+	exit 0
+fi
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=("${all_suites[@]}")
+
+t0=$(date +%s)
+for s in "${suites[@]}"; do
+	if ! declare -F "suite_$s" >/dev/null; then
+		echo "run_tests: unknown suite '$s' (have: ${all_suites[*]})" >&2
+		failed=$((failed + 1))
+		continue
+	fi
+	"suite_$s"
+done
+
+echo
+echo "test run took $(( $(date +%s) - t0 )) s; logs in ${logs#"$repo"/}/"
+[ ${#failures[@]} -eq 0 ] || echo "failing suites: ${failures[*]}"
+line="$passed passed, $failed failed, $skipped skipped"
+echo "$line" >"$summary"
+echo "$line"
+[ "$failed" -eq 0 ]
