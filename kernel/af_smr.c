@@ -7,18 +7,27 @@
  * (tcp_path.c): every operation is handed to it, and the answers, errnos,
  * poll masks and blocking behaviour are TCP's own.
  *
+ * A listening SMR socket drains its inner TCP accept queue from a work
+ * item, negotiates with each child (handshake.c) and queues the decided
+ * ones for accept(), so accept() and EPOLLIN only ever see connections
+ * whose mode is settled.
+ *
  * Locking and lifetimes
  * ---------------------
- * See smr.h for the smr_sock fields. The sock lock of the SMR socket is not
- * taken around calls into the inner socket (they lock the inner sock and may
- * block); SMR's own state here is a handful of fields written with
- * WRITE_ONCE/cmpxchg. The module reference of every open socket is held
- * through proto_ops.owner, so the module cannot unload under a socket.
+ * See smr.h for the smr_sock fields and locks. The SMR sock lock is not
+ * held across calls into the inner socket (they lock the inner sock and may
+ * block). The module reference of every open socket is held through
+ * proto_ops.owner; children that have no file yet are owned by their
+ * listener, whose release cancels and frees them, so none outlives the
+ * module.
  */
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/poll.h>
+#include <linux/splice.h>
+#include <linux/tcp.h>
 #include <linux/uaccess.h>
+#include <net/inet_connection_sock.h>
 #include <net/sock.h>
 #include <net/tcp_states.h>
 
@@ -32,6 +41,9 @@ static struct proto smr_proto = {
 };
 
 static const struct proto_ops smr_proto_ops;
+static void smr_accept_work(struct work_struct *work);
+static void smr_listener_set_inner_backlog(struct smr_sock *lsmr);
+static void smr_child_free_later(struct smr_sock *child);
 
 void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
 		  enum smr_reason reason)
@@ -41,6 +53,11 @@ void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
 	WRITE_ONCE(smr->reason, reason);
 	if (cmpxchg(&smr->mode, SMR_MODE_PENDING, mode) != SMR_MODE_PENDING)
 		return;
+	/* a connect settles here, blocking or not (accepts count in accept) */
+	if (smr->connecting) {
+		WRITE_ONCE(smr->sk.sk_state, TCP_ESTABLISHED);
+		smr_stat_inc(net, SMR_STAT_CONNECTS);
+	}
 	smr_stat_inc(net, mode == SMR_MODE_RDMA ? SMR_STAT_MODE_RDMA :
 						  SMR_STAT_MODE_TCP);
 	if (mode == SMR_MODE_TCP)
@@ -48,9 +65,8 @@ void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
 }
 
 /*
- * A connection found established (by a blocking connect, a poll after a
- * non-blocking one, or data moving) settles the socket's mode. Negotiation
- * is not part of this module version, so it is TCP with that reason.
+ * A connection found established without a negotiation (none was started
+ * for it) settles on TCP with that reason.
  */
 static void smr_mode_refresh(struct smr_sock *smr)
 {
@@ -71,6 +87,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	if (!sk)
 		return NULL;
 	sock_init_data(sock, sk);
+	sk->sk_type = SOCK_STREAM;	/* children are made without a socket */
 	sk->sk_protocol = protocol;
 	sk->sk_state = TCP_CLOSE;
 	smr = smr_sk(sk);
@@ -80,8 +97,15 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	atomic64_set(&smr->bytes_received, 0);
 	atomic64_set(&smr->rdma_bytes_sent, 0);
 	atomic64_set(&smr->rdma_bytes_received, 0);
+	smr_hs_init_sock(smr);
+	INIT_LIST_HEAD(&smr->accept_node);
+	INIT_LIST_HEAD(&smr->accept_pending);
+	INIT_LIST_HEAD(&smr->accept_ready);
+	spin_lock_init(&smr->accept_lock);
+	INIT_WORK(&smr->accept_work, smr_accept_work);
 	/* SOL_SOCKET options reach smr_setsockopt() to go to both socks */
-	smr_want_sol_socket(sock);
+	if (sock)
+		smr_want_sol_socket(sock);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_CREATED);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_ACTIVE);
 	return sk;
@@ -89,10 +113,63 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 
 static void smr_sock_free(struct sock *sk)
 {
+	smr_hs_forget_token(smr_sk(sk));
 	smr_stat_add(sock_net(sk), SMR_STAT_SOCKETS_ACTIVE, -1);
 	sock_orphan(sk);
 	sk->sk_state = TCP_CLOSE;
 	sock_put(sk);
+}
+
+/* Close a connection no application will see (RST, as TCP does). */
+static void smr_child_free(struct smr_sock *child)
+{
+	smr_hs_stop(child);
+	smr_tcp_release(child, true);
+	if (child->listener) {
+		sock_put(&child->listener->sk);
+		child->listener = NULL;
+	}
+	smr_sock_free(&child->sk);
+}
+
+static void smr_child_free_work(struct work_struct *work)
+{
+	struct smr_sock *child = container_of(work, struct smr_sock,
+					      accept_work);
+
+	smr_child_free(child);
+	sock_put(&child->sk);	/* smr_child_free_later()'s reference */
+}
+
+/*
+ * Free a child from its own handshake work (which smr_child_free() would
+ * wait for): a child's accept_work is otherwise unused.
+ */
+static void smr_child_free_later(struct smr_sock *child)
+{
+	INIT_WORK(&child->accept_work, smr_child_free_work);
+	queue_work(smr_wq, &child->accept_work);
+}
+
+void smr_listener_stop(struct smr_sock *lsmr)
+{
+	struct smr_sock *child, *tmp;
+	LIST_HEAD(children);
+
+	spin_lock_bh(&lsmr->accept_lock);
+	lsmr->accept_closing = true;
+	list_splice_init(&lsmr->accept_ready, &children);
+	list_splice_init(&lsmr->accept_pending, &children);
+	lsmr->accept_count = 0;
+	smr_listener_set_inner_backlog(lsmr);	/* unplugs */
+	spin_unlock_bh(&lsmr->accept_lock);
+	if (cancel_work_sync(&lsmr->accept_work))
+		sock_put(&lsmr->sk);
+
+	list_for_each_entry_safe(child, tmp, &children, accept_node) {
+		list_del_init(&child->accept_node);
+		smr_child_free(child);
+	}
 }
 
 static int smr_create(struct net *net, struct socket *sock, int protocol,
@@ -126,7 +203,10 @@ static int smr_release(struct socket *sock)
 
 	if (!sk)
 		return 0;
-	smr_tcp_release(smr_sk(sk));
+	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
+		smr_listener_stop(smr_sk(sk));
+	smr_hs_stop(smr_sk(sk));
+	smr_tcp_release(smr_sk(sk), false);
 	smr_sock_free(sk);
 	sock->sk = NULL;
 	return 0;
@@ -153,18 +233,58 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
+	long timeo;
 	int err;
+
+	/* a fresh connect (not a retry of one under way) may negotiate */
+	lock_sock(&smr->sk);
+	smr->connecting = true;
+	if (READ_ONCE(smr->mode) == SMR_MODE_PENDING &&
+	    READ_ONCE(smr->hs_state) == SMR_HS_IDLE &&
+	    READ_ONCE(tcp->sk->sk_state) == TCP_CLOSE &&
+	    addr && len >= sizeof(addr->sa_family) &&
+	    addr->sa_family != AF_UNSPEC)
+		smr_hs_client_prepare(smr);
+	release_sock(&smr->sk);
 
 	err = tcp->ops->connect(tcp, addr, len, flags);
 	smr_tcp_err_consumed(smr, err);
-	if (!err) {
-		sock->state = SS_CONNECTED;
-		WRITE_ONCE(smr->sk.sk_state, TCP_ESTABLISHED);
-		smr_stat_inc(sock_net(sock->sk), SMR_STAT_CONNECTS);
-		smr_tcp_sync_bufs(smr);
-		smr_mode_refresh(smr);
+	/* connect(AF_UNSPEC) disconnects: TCP's answer is the answer */
+	if (addr && len >= sizeof(addr->sa_family) &&
+	    addr->sa_family == AF_UNSPEC) {
+		if (!err)
+			sock->state = SS_UNCONNECTED;
+		return err;
 	}
-	return err;
+	if (err && err != -EINPROGRESS && err != -EALREADY &&
+	    READ_ONCE(smr->hs_state) == SMR_HS_CONNECTING &&
+	    READ_ONCE(tcp->sk->sk_state) == TCP_CLOSE) {
+		lock_sock(&smr->sk);
+		smr_hs_client_abandon(smr);
+		release_sock(&smr->sk);
+	}
+	if (err)
+		return err;
+
+	/* TCP is connected; the application waits for the negotiation */
+	timeo = sock_sndtimeo(&smr->sk, flags & O_NONBLOCK);
+	if (smr_hs_pending(smr)) {
+		err = smr_hs_wait(smr, timeo);
+		if (err == -EAGAIN)
+			return flags & O_NONBLOCK ? -EALREADY : -EINPROGRESS;
+		if (err)
+			return err;
+		/* the handshake reset the connection: report it here */
+		if (READ_ONCE(smr->sk.sk_err)) {
+			err = -sock_error(&smr->sk);
+			smr_tcp_err_consumed(smr, err);
+			return err;
+		}
+	}
+	sock->state = SS_CONNECTED;
+	smr_tcp_sync_bufs(smr);
+	smr_mode_refresh(smr);
+	return 0;
 }
 
 static int smr_listen(struct socket *sock, int backlog)
@@ -174,39 +294,231 @@ static int smr_listen(struct socket *sock, int backlog)
 	int err;
 
 	err = tcp->ops->listen(tcp, backlog);
-	if (!err && READ_ONCE(smr->sk.sk_state) != TCP_LISTEN) {
+	if (err)
+		return err;
+	spin_lock_bh(&smr->accept_lock);
+	smr->accept_backlog = max(backlog, 0);
+	smr->accept_closing = false;	/* listening again after shutdown */
+	smr_listener_set_inner_backlog(smr);
+	spin_unlock_bh(&smr->accept_lock);
+	if (READ_ONCE(smr->sk.sk_state) != TCP_LISTEN) {
+		smr_tcp_hook_listener(smr);
 		WRITE_ONCE(smr->sk.sk_state, TCP_LISTEN);
 		smr_stat_inc(sock_net(sock->sk), SMR_STAT_LISTENS);
 	}
-	return err;
+	/* connections may have queued before the hook went in */
+	if (queue_work(smr_wq, &smr->accept_work))
+		sock_hold(&smr->sk);
+	return 0;
+}
+
+/*
+ * TCP lets a listener hold backlog + 1 established connections and drops
+ * SYNs beyond that. SMR takes every connection off the inner queue at once
+ * (a client's connect() needs the server side of the handshake), so it sets
+ * the inner limit to what is left of the backlog, and once it holds
+ * backlog + 1 itself it makes the inner queue look full by counting one
+ * phantom entry in it, under the queue's own lock as TCP counts its own.
+ * The phantom is removed before TCP ever stops that listener.
+ * Caller holds lsmr->accept_lock.
+ */
+static void smr_listener_set_inner_backlog(struct smr_sock *lsmr)
+{
+	struct sock *tsk = lsmr->tcp->sk;
+	struct request_sock_queue *queue = &inet_csk(tsk)->icsk_accept_queue;
+	unsigned int held = lsmr->accept_count;
+	unsigned int backlog = lsmr->accept_backlog;
+	bool plug = held > backlog && !lsmr->accept_closing;
+
+	WRITE_ONCE(tsk->sk_max_ack_backlog,
+		   held < backlog ? backlog - held : 0);
+	if (plug == lsmr->accept_plugged)
+		return;
+	spin_lock(&queue->rskq_lock);
+	if (plug)
+		sk_acceptq_added(tsk);
+	else
+		sk_acceptq_removed(tsk);
+	spin_unlock(&queue->rskq_lock);
+	lsmr->accept_plugged = plug;
+}
+
+/* A child's mode is settled: hand it to accept(). */
+void smr_child_decided(struct smr_sock *child)
+{
+	struct smr_sock *lsmr = child->listener;
+
+	spin_lock_bh(&lsmr->accept_lock);
+	if (!lsmr->accept_closing) {
+		list_move_tail(&child->accept_node, &lsmr->accept_ready);
+		lsmr->sk.sk_data_ready(&lsmr->sk);
+	}
+	spin_unlock_bh(&lsmr->accept_lock);
+}
+
+/* A child's handshake reset the connection: nobody will accept it. */
+void smr_child_aborted(struct smr_sock *child)
+{
+	struct smr_sock *lsmr = child->listener;
+	bool mine = false;
+
+	spin_lock_bh(&lsmr->accept_lock);
+	if (!lsmr->accept_closing) {
+		list_del_init(&child->accept_node);
+		lsmr->accept_count--;
+		smr_listener_set_inner_backlog(lsmr);
+		mine = true;
+	}
+	spin_unlock_bh(&lsmr->accept_lock);
+	/* freeing waits for the handshake work, which is running us */
+	if (mine) {
+		sock_hold(&child->sk);
+		if (queue_work(smr_wq, &lsmr->accept_work))
+			sock_hold(&lsmr->sk);
+		smr_child_free_later(child);
+	}
+}
+
+static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
+				      struct socket *newtcp)
+{
+	struct smr_sock *child;
+	struct sock *sk;
+
+	sk = smr_sock_alloc(sock_net(&lsmr->sk), NULL, lsmr->sk.sk_protocol,
+			    0);
+	if (!sk)
+		return NULL;
+	child = smr_sk(sk);
+	smr_tcp_attach(child, newtcp);
+	sk->sk_state = TCP_ESTABLISHED;
+	sock_hold(&lsmr->sk);
+	child->listener = lsmr;
+	return child;
+}
+
+/*
+ * Take one connection from the inner TCP accept queue into negotiation (or
+ * straight to the ready list when there is nothing to negotiate). Returns
+ * false when there was none, or the listener is going away.
+ */
+static bool smr_listener_pull_one(struct smr_sock *lsmr)
+{
+	enum smr_negot_result res;
+	struct socket *newtcp;
+	struct smr_sock *child;
+	struct smr_tuple t;
+
+	if (READ_ONCE(lsmr->sk.sk_state) != TCP_LISTEN ||
+	    kernel_accept(lsmr->tcp, &newtcp, O_NONBLOCK))
+		return false;
+	child = smr_child_new(lsmr, newtcp);
+	if (!child) {
+		sock_no_linger(newtcp->sk);
+		sock_release(newtcp);
+		return true;
+	}
+	smr_tuple_of_sock(&t, newtcp->sk);
+	res = smr_negot_take(&t, SMR_OPT_ROLE_ANSWER);
+
+	spin_lock_bh(&lsmr->accept_lock);
+	if (lsmr->accept_closing) {
+		spin_unlock_bh(&lsmr->accept_lock);
+		smr_child_free(child);
+		return false;
+	}
+	list_add_tail(&child->accept_node, &lsmr->accept_pending);
+	lsmr->accept_count++;
+	smr_listener_set_inner_backlog(lsmr);
+	spin_unlock_bh(&lsmr->accept_lock);
+
+	if (res == SMR_NEGOT_ANSWERED) {
+		smr_hs_server_start(child);
+		return true;
+	}
+	lock_sock(&child->sk);
+	smr_set_mode(child, SMR_MODE_TCP,
+		     res == SMR_NEGOT_COOKIE ? SMR_REASON_SYN_COOKIES :
+		     res == SMR_NEGOT_NO_SPACE ? SMR_REASON_OPTION_NO_SPACE :
+		     SMR_REASON_PEER_NO_SMR);
+	WRITE_ONCE(child->hs_state, SMR_HS_DONE);
+	release_sock(&child->sk);
+	smr_child_decided(child);
+	return true;
+}
+
+/* Negotiate every established connection ahead of accept(). */
+static void smr_accept_work(struct work_struct *work)
+{
+	struct smr_sock *lsmr = container_of(work, struct smr_sock,
+					     accept_work);
+
+	while (smr_listener_pull_one(lsmr))
+		;
+	sock_put(&lsmr->sk);	/* the queued work's reference */
 }
 
 static int smr_accept(struct socket *sock, struct socket *newsock,
 		      SMR_ACCEPT_ARGS)
 {
 	struct smr_sock *lsmr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
-	struct socket *newtcp;
-	struct smr_sock *smr;
-	struct sock *newsk;
-	int err;
+	struct sock *lsk = &lsmr->sk;
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct smr_sock *child = NULL;
+	long timeo;
+	int err = 0;
 
-	err = kernel_accept(tcp, &newtcp, SMR_ACCEPT_FLAGS);
-	if (err)
+	smr_tcp_err_sync(lsmr);
+	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN)
+		return -EINVAL;
+
+	timeo = sock_rcvtimeo(lsk, SMR_ACCEPT_FLAGS & O_NONBLOCK);
+	add_wait_queue_exclusive(sk_sleep(lsk), &wait);
+	for (;;) {
+		spin_lock_bh(&lsmr->accept_lock);
+		child = list_first_entry_or_null(&lsmr->accept_ready,
+						 struct smr_sock, accept_node);
+		if (child) {
+			list_del_init(&child->accept_node);
+			lsmr->accept_count--;
+			smr_listener_set_inner_backlog(lsmr);
+		}
+		spin_unlock_bh(&lsmr->accept_lock);
+		if (child)
+			break;
+		/* the work may be behind: don't make accept() wait for it */
+		if (smr_listener_pull_one(lsmr))
+			continue;
+		if (READ_ONCE(lsk->sk_state) != TCP_LISTEN) {
+			err = -EINVAL;
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
+	}
+	remove_wait_queue(sk_sleep(lsk), &wait);
+	if (!child)
 		return err;
 
-	newsk = smr_sock_alloc(sock_net(sock->sk), newsock,
-			       lsmr->sk.sk_protocol, SMR_ACCEPT_KERN);
-	if (!newsk) {
-		sock_release(newtcp);
-		return -ENOMEM;
-	}
-	smr = smr_sk(newsk);
-	smr_tcp_attach(smr, newtcp);
+	/* room for one more: pull the next one from the inner queue */
+	if (queue_work(smr_wq, &lsmr->accept_work))
+		sock_hold(lsk);
+
+	sock_graft(&child->sk, newsock);
+	smr_want_sol_socket(newsock);
+	smr_tcp_redirect_wq(child, newsock);
+	sock_put(lsk);			/* the child's listener reference */
+	child->listener = NULL;
 	newsock->state = SS_CONNECTED;
-	newsk->sk_state = TCP_ESTABLISHED;
-	smr_stat_inc(sock_net(newsk), SMR_STAT_ACCEPTS);
-	smr_mode_refresh(smr);
+	smr_stat_inc(sock_net(lsk), SMR_STAT_ACCEPTS);
+	smr_mode_refresh(child);
 	return 0;
 }
 
@@ -226,6 +538,18 @@ static __poll_t smr_poll(struct file *file, struct socket *sock,
 
 	/* TCP wakes this queue: the inner sk_wq points at it */
 	sock_poll_wait(file, sock, wait);
+	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN) {
+		if (!list_empty_careful(&smr->accept_ready))
+			return EPOLLIN | EPOLLRDNORM;
+		return 0;
+	}
+	/*
+	 * TCP is connected but the negotiation is not done: as TCP while its
+	 * connect is under way. Before and after that, TCP's own mask.
+	 */
+	if (smr_hs_pending(smr) && !READ_ONCE(smr->sk.sk_err) &&
+	    smr_tcp_was_connected(smr))
+		return 0;
 	mask = tcp->ops->poll(file, tcp, NULL);
 	if (READ_ONCE(smr->sk.sk_err))
 		mask |= EPOLLERR;
@@ -264,9 +588,23 @@ static int smr_gettstamp(struct socket *sock, void __user *userstamp,
 
 static int smr_shutdown(struct socket *sock, int how)
 {
+	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
+	int err;
 
-	return tcp->ops->shutdown(tcp, how);
+	/* TCP stops a listener on SHUT_RD: drop the phantom entry first */
+	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN &&
+	    (how == SHUT_RD || how == SHUT_RDWR))
+		smr_listener_stop(smr);
+	err = tcp->ops->shutdown(tcp, how);
+	/* TCP closed the listener: so does SMR, queue and all */
+	if (!err && READ_ONCE(smr->sk.sk_state) == TCP_LISTEN &&
+	    READ_ONCE(tcp->sk->sk_state) != TCP_LISTEN) {
+		WRITE_ONCE(smr->sk.sk_state, TCP_CLOSE);
+		smr_listener_stop(smr);
+		smr->sk.sk_state_change(&smr->sk);
+	}
+	return err;
 }
 
 static int smr_setsockopt(struct socket *sock, int level, int optname,
@@ -290,7 +628,7 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 	if (err)
 		return err;
 	sock_setsockopt(sock, level, optname, optval, optlen);
-	smr_tcp_sync_bufs(smr);
+	smr_tcp_sync_sockopts(smr);
 	return 0;
 }
 
@@ -317,9 +655,46 @@ static int smr_info_get(struct smr_sock *smr, char __user *optval,
 	info.bytes_received = atomic64_read(&smr->bytes_received);
 	info.rdma_bytes_sent = atomic64_read(&smr->rdma_bytes_sent);
 	info.rdma_bytes_received = atomic64_read(&smr->rdma_bytes_received);
+	if (!smr_hs_pending(smr)) {
+		info.local_token = smr->local_token;
+		info.peer_token = smr->peer_token;
+		info.local_rmb_size = smr->local_rmb_size;
+		info.peer_rmb_size = smr->peer_rmb_size;
+		info.hs_msgs_sent = smr->hs_sent;
+		info.hs_msgs_received = smr->hs_received;
+		info.hs_bytes_sent = smr->hs_bytes_sent;
+		info.hs_bytes_received = smr->hs_bytes_received;
+	}
 
 	len = min_t(int, len, sizeof(info));
 	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * A listener's TCP_INFO reports its accept queue (tcpi_unacked) and backlog
+ * (tcpi_sacked). SMR holds part of the queue itself and narrows the inner
+ * backlog to match, so report the listener as a whole.
+ */
+static int smr_listener_fix_tcp_info(struct smr_sock *lsmr,
+				     char __user *optval, int __user *optlen)
+{
+	struct tcp_info ti;
+	int len;
+
+	if (get_user(len, optlen))
+		return -EFAULT;
+	len = min_t(int, len, sizeof(ti));
+	if (len < offsetofend(struct tcp_info, tcpi_sacked))
+		return 0;
+	if (copy_from_user(&ti, optval, len))
+		return -EFAULT;
+	spin_lock_bh(&lsmr->accept_lock);
+	ti.tcpi_unacked += lsmr->accept_count - lsmr->accept_plugged;
+	ti.tcpi_sacked = lsmr->accept_backlog;
+	spin_unlock_bh(&lsmr->accept_lock);
+	if (copy_to_user(optval, &ti, len))
 		return -EFAULT;
 	return 0;
 }
@@ -329,6 +704,7 @@ static int smr_getsockopt(struct socket *sock, int level, int optname,
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
+	int err;
 
 	if (level == SOL_SMR) {
 		if (optname == SMR_INFO)
@@ -337,7 +713,11 @@ static int smr_getsockopt(struct socket *sock, int level, int optname,
 	}
 	if (!tcp->ops->getsockopt)
 		return -EOPNOTSUPP;
-	return tcp->ops->getsockopt(tcp, level, optname, optval, optlen);
+	err = tcp->ops->getsockopt(tcp, level, optname, optval, optlen);
+	if (!err && level == SOL_TCP && optname == TCP_INFO &&
+	    READ_ONCE(smr->sk.sk_state) == TCP_LISTEN)
+		err = smr_listener_fix_tcp_info(smr, optval, optlen);
+	return err;
 }
 
 static void smr_count_bytes(struct smr_sock *smr, int ret, bool sent)
@@ -373,6 +753,10 @@ static int smr_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct socket *tcp = smr_tcp_of(sock);
 	int ret;
 
+	ret = smr_hs_wait(smr, sock_sndtimeo(&smr->sk,
+					     msg->msg_flags & MSG_DONTWAIT));
+	if (ret)
+		return ret;
 	ret = tcp->ops->sendmsg(tcp, msg, len);
 	smr_tcp_err_consumed(smr, ret);
 	smr_count_bytes(smr, ret, true);
@@ -386,6 +770,9 @@ static int smr_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	struct socket *tcp = smr_tcp_of(sock);
 	int ret;
 
+	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, flags & MSG_DONTWAIT));
+	if (ret)
+		return ret;
 	ret = tcp->ops->recvmsg(tcp, msg, len, flags);
 	smr_tcp_err_consumed(smr, ret);
 	if (!(flags & (MSG_PEEK | MSG_ERRQUEUE)))
@@ -399,8 +786,13 @@ static ssize_t smr_splice_read(struct socket *sock, loff_t *ppos,
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
+	bool nonblock = (flags & SPLICE_F_NONBLOCK) ||
+			(sock->file && (sock->file->f_flags & O_NONBLOCK));
 	ssize_t ret;
 
+	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, nonblock));
+	if (ret)
+		return ret;
 	smr_tcp_lend_file(sock, tcp);
 	ret = tcp->ops->splice_read(tcp, ppos, pipe, len, flags);
 	smr_tcp_err_consumed(smr, ret);
@@ -451,25 +843,29 @@ static struct net_proto_family smr_family_ops = {
 	.create	= smr_create,
 };
 
+int smr_proto_init(void)
+{
+	return proto_register(&smr_proto, 1);
+}
+
+void smr_proto_exit(void)
+{
+	proto_unregister(&smr_proto);
+}
+
 int smr_af_init(void)
 {
 	int err;
 
-	err = proto_register(&smr_proto, 1);
-	if (err)
-		return err;
 	smr_family_ops.family = smr_family;
 	err = sock_register(&smr_family_ops);
-	if (err) {
+	if (err)
 		pr_err("smr: cannot register address family %d (%d): choose another with family=\n",
 		       smr_family, err);
-		proto_unregister(&smr_proto);
-	}
 	return err;
 }
 
 void smr_af_exit(void)
 {
 	sock_unregister(smr_family);
-	proto_unregister(&smr_proto);
 }

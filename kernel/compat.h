@@ -36,4 +36,16 @@ static inline void smr_want_sol_socket(struct socket *sock)
 #endif
 }
 
+/* 6.6 counts a sysctl table instead of reading up to its sentinel. */
+#include <linux/sysctl.h>
+static inline struct ctl_table_header *
+smr_register_sysctl(const char *path, struct ctl_table *table, size_t count)
+{
+#ifdef HAVE_REGISTER_SYSCTL_SZ
+	return register_sysctl_sz(path, table, count);
+#else
+	return register_sysctl(path, table);
+#endif
+}
+
 #endif /* _SMR_COMPAT_H */

@@ -8,6 +8,7 @@
  */
 #include <linux/module.h>
 #include <linux/net.h>
+#include <linux/workqueue.h>
 
 #include "smr.h"
 
@@ -15,6 +16,8 @@ int smr_family = SMR_FAMILY_DEFAULT;
 module_param_named(family, smr_family, int, 0444);
 MODULE_PARM_DESC(family, "address family number of SMR sockets (default "
 		 __stringify(SMR_FAMILY_DEFAULT) ")");
+
+struct workqueue_struct *smr_wq;
 
 static int __init smr_init(void)
 {
@@ -29,20 +32,50 @@ static int __init smr_init(void)
 	err = smr_stats_init();
 	if (err)
 		return err;
-	err = smr_af_init();
+	err = smr_proto_init();
 	if (err)
 		goto err_stats;
+	smr_wq = alloc_workqueue("smr", WQ_UNBOUND, 0);
+	if (!smr_wq) {
+		err = -ENOMEM;
+		goto err_proto;
+	}
+	err = smr_hs_init();
+	if (err)
+		goto err_wq;
+	err = smr_option_init();
+	if (err)
+		goto err_hs;
+	err = smr_af_init();
+	if (err)
+		goto err_option;
 	pr_info("smr: address family %d registered\n", smr_family);
 	return 0;
 
+err_option:
+	smr_option_exit();
+err_hs:
+	smr_hs_exit();
+err_wq:
+	destroy_workqueue(smr_wq);
+err_proto:
+	smr_proto_exit();
 err_stats:
 	smr_stats_exit();
 	return err;
 }
 
+/*
+ * Every SMR socket with a file holds a module reference, so when this runs
+ * only work that frees sockets may be left: drain it before the slab goes.
+ */
 static void __exit smr_exit(void)
 {
 	smr_af_exit();
+	smr_option_exit();
+	smr_hs_exit();
+	destroy_workqueue(smr_wq);
+	smr_proto_exit();
 	smr_stats_exit();
 }
 

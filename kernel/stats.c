@@ -42,6 +42,11 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_TCP_BYTES_RECEIVED]	= "tcp_bytes_received",
 	[SMR_STAT_RDMA_BYTES_SENT]	= "rdma_bytes_sent",
 	[SMR_STAT_RDMA_BYTES_RECEIVED]	= "rdma_bytes_received",
+	[SMR_STAT_HS_STARTED]		= "handshakes_started",
+	[SMR_STAT_HS_COMPLETED]		= "handshakes_completed",
+	[SMR_STAT_HS_DECLINED]		= "handshakes_declined",
+	[SMR_STAT_HS_ABORTED]		= "handshakes_aborted",
+	[SMR_STAT_BAD_OPTIONS]		= "bad_options",
 };
 
 /* counter names are "fallback_" + these; indexed by enum smr_reason */

@@ -37,30 +37,52 @@
 #include "smr.h"
 
 /*
- * Raced with smr_tcp_release(): the saved callback is gone with the SMR
- * socket, so wake whoever still waits on the inner sock, as TCP would.
+ * TCP's own callbacks (sock_def_*), read off the first pristine inner sock:
+ * they are not exported, and a callback that raced with smr_tcp_release()
+ * (or an accepted child that inherited a hook but not the owner) must
+ * still do what TCP would have done.
  */
-static void smr_tcp_error_wake(struct sock *tsk)
-{
-	struct socket_wq *wq;
+static struct {
+	void (*error_report)(struct sock *sk);
+	void (*data_ready)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+} smr_tcp_defaults;
 
-	rcu_read_lock();
-	wq = rcu_dereference(tsk->sk_wq);
-	if (skwq_has_sleeper(wq))
-		wake_up_interruptible_poll(&wq->wait, EPOLLERR);
-	rcu_read_unlock();
-	sk_wake_async(tsk, SOCK_WAKE_IO, POLL_ERR);
+static void smr_tcp_learn_defaults(const struct sock *tsk)
+{
+	if (READ_ONCE(smr_tcp_defaults.data_ready))
+		return;
+	WRITE_ONCE(smr_tcp_defaults.error_report, tsk->sk_error_report);
+	WRITE_ONCE(smr_tcp_defaults.state_change, tsk->sk_state_change);
+	WRITE_ONCE(smr_tcp_defaults.write_space, tsk->sk_write_space);
+	WRITE_ONCE(smr_tcp_defaults.data_ready, tsk->sk_data_ready);
+}
+
+/* sk_user_data carries the owner, tagged so TCP's clones drop it */
+static void smr_tcp_set_owner(struct sock *tsk, struct smr_sock *smr)
+{
+	tsk->sk_user_data = smr ? (void *)((uintptr_t)smr | SK_USER_DATA_NOCOPY)
+				: NULL;
+}
+
+/* The SMR socket owning inner sock @tsk, or NULL. Caller keeps it alive. */
+struct smr_sock *smr_tcp_owner(const struct sock *tsk)
+{
+	uintptr_t v = (uintptr_t)READ_ONCE(tsk->sk_user_data);
+
+	return (struct smr_sock *)(v & SK_USER_DATA_PTRMASK);
 }
 
 /* Softirq or process context, with the inner sock locked by TCP. */
 static void smr_tcp_error_report(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = NULL;
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.error_report);
 	struct smr_sock *smr;
 	int err;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = tsk->sk_user_data;
+	smr = smr_tcp_owner(tsk);
 	if (smr) {
 		saved = smr->tcp_saved_error_report;
 		err = READ_ONCE(tsk->sk_err);
@@ -72,27 +94,181 @@ static void smr_tcp_error_report(struct sock *tsk)
 	read_unlock_bh(&tsk->sk_callback_lock);
 
 	/* the saved callback wakes the (redirected) wait queue */
-	if (saved)
-		saved(tsk);
-	else
-		smr_tcp_error_wake(tsk);
+	saved(tsk);
+}
+
+/*
+ * Every inner sock of an SMR socket carries this error hook, and TCP's
+ * children of an SMR listener inherit it: the option hooks use it to tell
+ * SMR's TCP socks from all others.
+ */
+bool smr_tcp_sock_is_smr(const struct sock *tsk)
+{
+	return READ_ONCE(tsk->sk_error_report) == smr_tcp_error_report;
+}
+
+/* While negotiating: new bytes or a state change drive the handshake. */
+static void smr_tcp_hs_data_ready(struct sock *tsk)
+{
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.data_ready);
+	struct smr_sock *smr;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	smr = smr_tcp_owner(tsk);
+	if (smr) {
+		saved = smr->tcp_saved_data_ready;
+		smr_hs_kick(smr);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+	saved(tsk);
+}
+
+static void smr_tcp_hs_state_change(struct sock *tsk)
+{
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.state_change);
+	struct smr_sock *smr;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	smr = smr_tcp_owner(tsk);
+	if (smr) {
+		saved = smr->tcp_saved_state_change;
+		smr_hs_kick(smr);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+	saved(tsk);
+}
+
+/* An ACK shrank the send queue (the client waits for CONFIRM's ACK). */
+static void smr_tcp_hs_write_space(struct sock *tsk)
+{
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.write_space);
+	struct smr_sock *smr;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	smr = smr_tcp_owner(tsk);
+	if (smr) {
+		saved = smr->tcp_saved_write_space;
+		smr_hs_kick(smr);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+	saved(tsk);
+}
+
+/* Install (@on) or remove the negotiation callbacks. */
+void smr_tcp_hook_negotiation(struct smr_sock *smr, bool on)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	write_lock_bh(&tsk->sk_callback_lock);
+	if (on && tsk->sk_data_ready != smr_tcp_hs_data_ready) {
+		smr->tcp_saved_data_ready = tsk->sk_data_ready;
+		smr->tcp_saved_state_change = tsk->sk_state_change;
+		smr->tcp_saved_write_space = tsk->sk_write_space;
+		tsk->sk_data_ready = smr_tcp_hs_data_ready;
+		tsk->sk_state_change = smr_tcp_hs_state_change;
+		tsk->sk_write_space = smr_tcp_hs_write_space;
+	} else if (!on && tsk->sk_data_ready == smr_tcp_hs_data_ready) {
+		tsk->sk_data_ready = smr->tcp_saved_data_ready;
+		tsk->sk_state_change = smr->tcp_saved_state_change;
+		tsk->sk_write_space = smr->tcp_saved_write_space;
+	}
+	write_unlock_bh(&tsk->sk_callback_lock);
+}
+
+/*
+ * Has the peer acknowledged everything sent? If not, ask TCP to call
+ * sk_write_space when an ACK shrinks the queue (SOCK_NOSPACE).
+ */
+bool smr_tcp_all_acked(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+	bool acked;
+
+	lock_sock(tsk);
+	acked = READ_ONCE(tcp_sk(tsk)->snd_una) == READ_ONCE(tcp_sk(tsk)->write_seq);
+	if (!acked)
+		set_bit(SOCK_NOSPACE, &smr->tcp->flags);
+	release_sock(tsk);
+	return acked;
+}
+
+/*
+ * Nagle (Minshall's variant) holds a small write while a small segment is
+ * unacknowledged; a handshake message the application never wrote must not
+ * delay its first write.
+ */
+void smr_tcp_forget_small_segment(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	lock_sock(tsk);
+	tcp_sk(tsk)->snd_sml = tcp_sk(tsk)->snd_una;
+	release_sock(tsk);
+}
+
+/* A listener's inner sock: a queued child drives the accept work. */
+static void smr_tcp_listen_data_ready(struct sock *tsk)
+{
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.data_ready);
+	struct smr_sock *smr;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	smr = smr_tcp_owner(tsk);
+	if (smr) {
+		saved = smr->tcp_saved_data_ready;
+		if (queue_work(smr_wq, &smr->accept_work))
+			sock_hold(&smr->sk);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+	saved(tsk);
+}
+
+void smr_tcp_hook_listener(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	write_lock_bh(&tsk->sk_callback_lock);
+	if (tsk->sk_data_ready != smr_tcp_listen_data_ready) {
+		smr->tcp_saved_data_ready = tsk->sk_data_ready;
+		tsk->sk_data_ready = smr_tcp_listen_data_ready;
+	}
+	write_unlock_bh(&tsk->sk_callback_lock);
 }
 
 /* Point @tcp's wake-ups and errors at @smr; @smr becomes its owner. */
 void smr_tcp_attach(struct smr_sock *smr, struct socket *tcp)
 {
 	struct sock *tsk = tcp->sk;
-	struct socket *sock = smr->sk.sk_socket;
 
 	smr->tcp = tcp;
 	write_lock_bh(&tsk->sk_callback_lock);
-	tsk->sk_user_data = smr;
+	/* a child of an SMR listener inherited the listener's hooks */
+	if (tsk->sk_data_ready == smr_tcp_listen_data_ready ||
+	    tsk->sk_data_ready == smr_tcp_hs_data_ready)
+		tsk->sk_data_ready = smr_tcp_defaults.data_ready;
+	if (tsk->sk_state_change == smr_tcp_hs_state_change)
+		tsk->sk_state_change = smr_tcp_defaults.state_change;
+	if (tsk->sk_write_space == smr_tcp_hs_write_space)
+		tsk->sk_write_space = smr_tcp_defaults.write_space;
+	if (tsk->sk_error_report == smr_tcp_error_report)
+		tsk->sk_error_report = smr_tcp_defaults.error_report;
+	smr_tcp_set_owner(tsk, smr);
 	smr->tcp_saved_error_report = tsk->sk_error_report;
 	tsk->sk_error_report = smr_tcp_error_report;
+	write_unlock_bh(&tsk->sk_callback_lock);
+	if (smr->sk.sk_socket)
+		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);
+	smr_tcp_sync_bufs(smr);
+}
+
+/* TCP's wake-ups of the inner sock go to @sock's waiters from now on. */
+void smr_tcp_redirect_wq(struct smr_sock *smr, struct socket *sock)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	write_lock_bh(&tsk->sk_callback_lock);
 	rcu_assign_pointer(tsk->sk_wq, &sock->wq);
 	write_unlock_bh(&tsk->sk_callback_lock);
-
-	smr_tcp_sync_bufs(smr);
 }
 
 int smr_tcp_create(struct smr_sock *smr, struct net *net, int protocol,
@@ -105,12 +281,17 @@ int smr_tcp_create(struct smr_sock *smr, struct net *net, int protocol,
 	err = __sock_create(net, family, SOCK_STREAM, IPPROTO_TCP, &tcp, kern);
 	if (err)
 		return err;
+	smr_tcp_learn_defaults(tcp->sk);
 	smr_tcp_attach(smr, tcp);
 	return 0;
 }
 
-/* Give the inner socket back its own hooks and close it (TCP close rules). */
-void smr_tcp_release(struct smr_sock *smr)
+/*
+ * Give the inner socket back its own callbacks and close it: TCP's close
+ * rules (linger, FIN) apply; @reset closes abortively (RST), as TCP does
+ * for connections a listener never handed out.
+ */
+void smr_tcp_release(struct smr_sock *smr, bool reset)
 {
 	struct socket *tcp = smr->tcp;
 	struct sock *tsk;
@@ -119,10 +300,19 @@ void smr_tcp_release(struct smr_sock *smr)
 		return;
 	tsk = tcp->sk;
 	write_lock_bh(&tsk->sk_callback_lock);
-	tsk->sk_user_data = NULL;
+	smr_tcp_set_owner(tsk, NULL);
 	tsk->sk_error_report = smr->tcp_saved_error_report;
+	if (tsk->sk_data_ready == smr_tcp_hs_data_ready) {
+		tsk->sk_data_ready = smr->tcp_saved_data_ready;
+		tsk->sk_state_change = smr->tcp_saved_state_change;
+		tsk->sk_write_space = smr->tcp_saved_write_space;
+	} else if (tsk->sk_data_ready == smr_tcp_listen_data_ready) {
+		tsk->sk_data_ready = smr->tcp_saved_data_ready;
+	}
 	write_unlock_bh(&tsk->sk_callback_lock);
 
+	if (reset)
+		sock_no_linger(tsk);
 	/*
 	 * ->file was lent for TCP paths that read the file's flags; the inner
 	 * socket must not think it owns a file when it is released.
@@ -215,3 +405,21 @@ void smr_tcp_copy_sockopts(struct smr_sock *smr)
 	release_sock(tsk);
 }
 #endif
+
+/*
+ * Options the socket layer refuses on a non-inet sock (SO_REUSEPORT,
+ * SO_ZEROCOPY) or that only TCP implements (SO_PEEK_OFF) are copied from
+ * the inner sock after it accepted them, so that getsockopt() shows them.
+ */
+void smr_tcp_sync_sockopts(struct smr_sock *smr)
+{
+	struct sock *sk = &smr->sk;
+	struct sock *tsk = smr->tcp->sk;
+
+	smr_tcp_sync_bufs(smr);
+	lock_sock(sk);
+	sk->sk_reuseport = tsk->sk_reuseport;
+	sock_valbool_flag(sk, SOCK_ZEROCOPY, sock_flag(tsk, SOCK_ZEROCOPY));
+	WRITE_ONCE(sk->sk_peek_off, READ_ONCE(tsk->sk_peek_off));
+	release_sock(sk);
+}

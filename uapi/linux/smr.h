@@ -79,6 +79,15 @@ struct smr_info {
 	__u64	bytes_received;		/* application bytes handed to receive calls */
 	__u64	rdma_bytes_sent;	/* of those, moved by RDMA WRITE */
 	__u64	rdma_bytes_received;	/* of those, arrived by RDMA WRITE */
+	/* the handshake (0 where it did not run) */
+	__u64	local_token;		/* this end's connection token */
+	__u64	peer_token;		/* the peer's connection token */
+	__u32	local_rmb_size;		/* RMB size this end announced */
+	__u32	peer_rmb_size;		/* RMB size the peer announced */
+	__u32	hs_msgs_sent;		/* handshake messages sent */
+	__u32	hs_msgs_received;	/* handshake messages received */
+	__u32	hs_bytes_sent;		/* their bytes on the TCP stream */
+	__u32	hs_bytes_received;
 };
 
 #endif /* _UAPI_LINUX_SMR_H */

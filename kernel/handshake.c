@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: the handshake over the TCP stream (PROPOSAL, ACCEPT, CONFIRM or
+ * DECLINE), run when the SYN offered SMR and the SYN-ACK answered.
+ *
+ * The client starts as soon as its TCP connection is established; the
+ * server child as soon as TCP hands it over. Both are driven by a work item
+ * that reads only whole messages (peeking first, so that bytes which are not
+ * a handshake message stay in the stream for the application), kicked by
+ * the inner sock's data_ready/state_change callbacks and by a timer. The
+ * application's connect() and accept() return once the socket's mode is
+ * decided. Layouts and rules: Documentation/protocol.rst.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * The work runs under the SMR sock lock; connect() prepares under it too.
+ * The work item and the timer each hold a reference on the SMR sock while
+ * queued or armed (queue_work()/sk_reset_timer()); smr_hs_stop() cancels
+ * both synchronously before the socket is freed. Tokens live in a host-wide
+ * hash table (smr_token_lock) from the moment they are drawn until the
+ * socket is destroyed, which is what keeps them unique on the host.
+ */
+#include <linux/hashtable.h>
+#include <linux/log2.h>
+#include <linux/random.h>
+#include <linux/sysctl.h>
+#include <linux/tcp.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "compat.h"
+#include "smr.h"
+#include "wire.h"
+
+int smr_hs_timeout_ms = 3000;
+static int smr_hs_timeout_min = 10;
+static int smr_hs_timeout_max = 600000;
+
+static DEFINE_HASHTABLE(smr_token_table, 10);
+static DEFINE_SPINLOCK(smr_token_lock);
+
+/* Draw a token no live socket on this host holds. */
+static u64 smr_hs_new_token(struct smr_sock *smr)
+{
+	struct smr_sock *other;
+	u64 token;
+	bool taken;
+
+	do {
+		token = get_random_u64();
+		if (!token)
+			continue;
+		taken = false;
+		spin_lock_bh(&smr_token_lock);
+		hash_for_each_possible(smr_token_table, other, token_node, token)
+			if (other->local_token == token)
+				taken = true;
+		if (!taken) {
+			smr->local_token = token;
+			hash_add(smr_token_table, &smr->token_node, token);
+		}
+		spin_unlock_bh(&smr_token_lock);
+	} while (!token || taken);
+	return token;
+}
+
+void smr_hs_forget_token(struct smr_sock *smr)
+{
+	if (!smr->local_token)
+		return;
+	spin_lock_bh(&smr_token_lock);
+	hash_del(&smr->token_node);
+	spin_unlock_bh(&smr_token_lock);
+}
+
+bool smr_hs_pending(const struct smr_sock *smr)
+{
+	u8 state = READ_ONCE(smr->hs_state);
+
+	return state != SMR_HS_IDLE && state != SMR_HS_DONE;
+}
+
+/* Softirq or process context: let the work look at the socket again. */
+void smr_hs_kick(struct smr_sock *smr)
+{
+	if (!smr_hs_pending(smr))
+		return;
+	if (queue_work(smr_wq, &smr->hs_work))
+		sock_hold(&smr->sk);
+}
+
+static void smr_hs_timer_fired(struct timer_list *t)
+{
+	struct smr_sock *smr = from_timer(smr, t, hs_timer);
+
+	WRITE_ONCE(smr->hs_timed_out, true);
+	smr_hs_kick(smr);
+	sock_put(&smr->sk);	/* the timer's reference */
+}
+
+static void smr_hs_arm_timer(struct smr_sock *smr)
+{
+	WRITE_ONCE(smr->hs_timed_out, false);
+	sk_reset_timer(&smr->sk, &smr->hs_timer,
+		       jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)));
+}
+
+/* Wake the application: connect() waiters and pollers see the decision. */
+static void smr_hs_finish(struct smr_sock *smr)
+{
+	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	sk_stop_timer(&smr->sk, &smr->hs_timer);
+	smr_tcp_hook_negotiation(smr, false);
+	if (smr->listener)
+		smr_child_decided(smr);
+	else
+		smr->sk.sk_state_change(&smr->sk);
+}
+
+/* Decided: use the TCP connection, for @reason. */
+static void smr_hs_fallback(struct smr_sock *smr, enum smr_reason reason)
+{
+	smr_set_mode(smr, SMR_MODE_TCP, reason);
+	smr_hs_finish(smr);
+}
+
+/*
+ * The stream's state is not known to both sides any more: reset the
+ * connection rather than risk handshake bytes reaching the application.
+ */
+static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
+	WRITE_ONCE(smr->reason, reason);
+	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	sk_stop_timer(&smr->sk, &smr->hs_timer);
+	smr_tcp_hook_negotiation(smr, false);
+	tcp_abort(tsk, ECONNRESET);
+	if (smr->listener)
+		smr_child_aborted(smr);
+	else
+		smr->sk.sk_state_change(&smr->sk);
+}
+
+static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
+{
+	u8 buf[SMR_HS_MAX_LEN];
+	struct msghdr mh = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec iov;
+	size_t len;
+	int ret;
+
+	len = smr_hs_build(msg, buf, sizeof(buf));
+	if (!len)
+		return -EINVAL;
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	smr->hs_wrote = true;
+	ret = kernel_sendmsg(smr->tcp, &mh, &iov, 1, len);
+	if (ret != len)
+		return ret < 0 ? ret : -EIO;
+	smr->hs_sent++;
+	smr->hs_bytes_sent += len;
+	return 0;
+}
+
+/*
+ * Read one whole message without consuming anything else. Returns 0 with
+ * @msg filled, -EAGAIN (not all there yet), -EPIPE (stream ended or
+ * failed), -EBADMSG (the stream does not start with a handshake message:
+ * nothing was consumed) or -EPROTO (a malformed message).
+ */
+static int smr_hs_recv(struct smr_sock *smr, struct smr_hs_msg *msg)
+{
+	u8 buf[SMR_HS_MAX_LEN];
+	struct msghdr mh = {};
+	struct kvec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	int n, len;
+
+	n = kernel_recvmsg(smr->tcp, &mh, &iov, 1, sizeof(buf),
+			   MSG_PEEK | MSG_DONTWAIT);
+	if (n == -EAGAIN)
+		return -EAGAIN;
+	if (n <= 0)
+		return -EPIPE;
+	len = smr_hs_peek(buf, n);
+	if (len == -SMR_WIRE_EAGAIN)
+		return -EAGAIN;
+	if (len == -SMR_WIRE_EMAGIC)
+		return -EBADMSG;
+	if (len < 0)
+		return -EPROTO;
+	if (n < len)
+		return -EAGAIN;
+
+	/* consume exactly this message */
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	memset(&mh, 0, sizeof(mh));
+	n = kernel_recvmsg(smr->tcp, &mh, &iov, 1, len, MSG_DONTWAIT);
+	if (n != len)
+		return -EPIPE;
+	smr->hs_received++;
+	smr->hs_bytes_received += len;
+	if (smr_hs_parse(buf, len, msg))
+		return -EPROTO;
+	return 0;
+}
+
+static void smr_hs_fill_addr(struct smr_sock *smr, struct smr_hs_addr *a)
+{
+	struct smr_tuple t;
+
+	smr_tuple_of_sock(&t, smr->tcp->sk);
+	memset(a, 0, sizeof(*a));
+	/* RoCEv2 GIDs are the IPv6 or v4-mapped address of the netdev */
+	memcpy(a->gid, &t.laddr, sizeof(a->gid));
+	if (t.family == AF_INET) {
+		a->family = SMR_HS_AF_INET;
+		memcpy(a->ip, &t.laddr.s6_addr32[3], 4);
+	} else {
+		a->family = SMR_HS_AF_INET6;
+		memcpy(a->ip, &t.laddr, sizeof(a->ip));
+	}
+}
+
+/* The RMB size this socket would ask for: its receive buffer, bounded. */
+static u32 smr_hs_rmb_size(struct smr_sock *smr)
+{
+	u32 size = READ_ONCE(smr->tcp->sk->sk_rcvbuf);
+
+	size = clamp_t(u32, size, SMR_HS_RMB_MIN, SMR_HS_RMB_MAX);
+	return rounddown_pow_of_two(size);
+}
+
+static bool smr_hs_have_device(struct smr_sock *smr)
+{
+	struct smr_tuple t;
+
+	smr_tuple_of_sock(&t, smr->tcp->sk);
+	return smr_rdma_dev_for_addr(sock_net(&smr->sk), &t);
+}
+
+static void smr_hs_decline(struct smr_sock *smr, enum smr_reason reason)
+{
+	struct smr_hs_msg msg = { .type = SMR_HS_DECLINE };
+
+	msg.decline.reason = reason;
+	msg.decline.token_echo = smr->peer_token;
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
+	if (smr_hs_send(smr, &msg)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	smr_tcp_forget_small_segment(smr);
+	smr_hs_fallback(smr, reason);
+}
+
+static void smr_hs_peer_declined(struct smr_sock *smr,
+				 const struct smr_hs_msg *msg)
+{
+	WRITE_ONCE(smr->peer_reason, msg->decline.reason);
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
+	smr_hs_fallback(smr, SMR_REASON_PEER_DECLINED);
+}
+
+/*
+ * Both sides agreed and exchanged RMB descriptors. This version has no RDMA
+ * data path yet, so the connection carries on over TCP, saying so.
+ */
+static void smr_hs_agreed(struct smr_sock *smr)
+{
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_COMPLETED);
+	smr_hs_fallback(smr, SMR_REASON_RDMA_UNAVAILABLE);
+}
+
+static enum smr_reason smr_hs_reason_of(enum smr_negot_result res)
+{
+	switch (res) {
+	case SMR_NEGOT_ECHOED:
+		return SMR_REASON_OPTION_ECHOED;
+	case SMR_NEGOT_COOKIE:
+		return SMR_REASON_SYN_COOKIES;
+	case SMR_NEGOT_NO_SPACE:
+		return SMR_REASON_OPTION_NO_SPACE;
+	case SMR_NEGOT_NO_DEVICE:
+		return SMR_REASON_NO_RDMA_DEVICE;
+	default:
+		return SMR_REASON_PEER_NO_SMR;
+	}
+}
+
+/* ---- client ---- */
+
+/* connect() is about to start the inner TCP connect: offer on its SYN. */
+void smr_hs_client_prepare(struct smr_sock *smr)
+{
+	u32 nonce;
+
+	do {
+		nonce = get_random_u32();
+	} while (!smr_opt_nonce_ok(nonce));
+	WRITE_ONCE(smr->syn_nonce, nonce);
+	WRITE_ONCE(smr->hs_state, SMR_HS_CONNECTING);
+	smr->hs_wrote = false;
+	smr_tcp_hook_negotiation(smr, true);
+}
+
+/* The inner connect failed: this attempt negotiates nothing. */
+void smr_hs_client_abandon(struct smr_sock *smr)
+{
+	WRITE_ONCE(smr->syn_nonce, 0);
+	WRITE_ONCE(smr->hs_state, SMR_HS_IDLE);
+	smr_tcp_hook_negotiation(smr, false);
+}
+
+static void smr_hs_client_start(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+	struct smr_hs_msg msg = { .type = SMR_HS_PROPOSAL };
+	enum smr_negot_result res;
+	struct smr_tuple t;
+	int state = READ_ONCE(tsk->sk_state);
+
+	if ((1 << state) & (TCPF_SYN_SENT | TCPF_SYN_RECV))
+		return;		/* not connected yet */
+	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) {
+		/* the connect failed: connect() reports TCP's error */
+		smr_hs_client_abandon(smr);
+		smr->sk.sk_state_change(&smr->sk);
+		return;
+	}
+
+	smr_tuple_of_sock(&t, tsk);
+	res = smr_negot_take(&t, SMR_OPT_ROLE_OFFER);
+	if (res != SMR_NEGOT_ANSWERED) {
+		smr_hs_fallback(smr, smr_hs_reason_of(res));
+		return;
+	}
+
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_STARTED);
+	msg.proposal.max_version = SMR_HS_VERSION;
+	msg.proposal.caps = SMR_HS_CAP_RDMA;	/* we offered: we have one */
+	smr_hs_fill_addr(smr, &msg.proposal.addr);
+	msg.proposal.token = smr_hs_new_token(smr);
+	smr->local_rmb_size = smr_hs_rmb_size(smr);
+	msg.proposal.rmb_size = smr->local_rmb_size;
+	if (smr_hs_send(smr, &msg)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_ACCEPT);
+	smr_hs_arm_timer(smr);
+	smr_hs_kick(smr);	/* the answer may be there already */
+}
+
+static void smr_hs_client_read(struct smr_sock *smr)
+{
+	struct smr_hs_msg msg, confirm = { .type = SMR_HS_CONFIRM };
+	int err;
+
+	err = smr_hs_recv(smr, &msg);
+	if (err == -EAGAIN)
+		return;
+	if (err || smr_hs_check(&msg, SMR_HS_ACCEPT, smr->local_token)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	if (msg.type == SMR_HS_DECLINE) {
+		smr_hs_peer_declined(smr, &msg);
+		return;
+	}
+	smr->peer_token = msg.accept.token;
+	smr->peer_rmb_size = msg.accept.rmb.size;
+
+	confirm.confirm.token = smr->local_token;
+	confirm.confirm.token_echo = smr->peer_token;
+	confirm.confirm.rmb.size = smr->local_rmb_size;
+	if (smr_hs_send(smr, &confirm)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	/*
+	 * Return from connect() once CONFIRM is acknowledged: the application
+	 * then finds the connection as TCP would leave it (nothing in flight
+	 * for SIOCOUTQ, Nagle or the send buffer).
+	 */
+	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_ACKED);
+	smr_hs_kick(smr);
+}
+
+static void smr_hs_client_acked(struct smr_sock *smr)
+{
+	if (smr_tcp_all_acked(smr))
+		smr_hs_agreed(smr);
+}
+
+/* ---- server ---- */
+
+/* A child TCP hands over whose SYN we answered: expect a PROPOSAL. */
+void smr_hs_server_start(struct smr_sock *child)
+{
+	lock_sock(&child->sk);
+	child->hs_wrote = false;
+	WRITE_ONCE(child->hs_state, SMR_HS_WAIT_PROPOSAL);
+	smr_tcp_hook_negotiation(child, true);
+	smr_stat_inc(sock_net(&child->sk), SMR_STAT_HS_STARTED);
+	smr_hs_arm_timer(child);
+	smr_hs_kick(child);	/* the PROPOSAL may be there already */
+	release_sock(&child->sk);
+}
+
+static void smr_hs_server_read_proposal(struct smr_sock *smr)
+{
+	struct smr_hs_msg msg, accept = { .type = SMR_HS_ACCEPT };
+	int err;
+
+	err = smr_hs_recv(smr, &msg);
+	if (err == -EAGAIN)
+		return;
+	if (err == -EBADMSG || err == -EPIPE) {
+		/*
+		 * Application bytes, or the end of the stream, first: the client
+		 * did not take up the answer (e.g. a middlebox stripped it).
+		 */
+		smr_hs_fallback(smr, SMR_REASON_PEER_NO_SMR);
+		return;
+	}
+	if (err || smr_hs_check(&msg, SMR_HS_PROPOSAL, 0)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	if (msg.type == SMR_HS_DECLINE) {
+		smr_hs_peer_declined(smr, &msg);
+		return;
+	}
+	smr->peer_token = msg.proposal.token;
+	smr->peer_rmb_size = msg.proposal.rmb_size;
+	if (!(msg.proposal.caps & SMR_HS_CAP_RDMA) ||
+	    !smr_hs_have_device(smr)) {
+		smr_hs_decline(smr, SMR_REASON_NO_RDMA_DEVICE);
+		return;
+	}
+
+	accept.accept.version = SMR_HS_VERSION;
+	accept.accept.caps = SMR_HS_CAP_RDMA;
+	smr_hs_fill_addr(smr, &accept.accept.addr);
+	accept.accept.token = smr_hs_new_token(smr);
+	accept.accept.token_echo = smr->peer_token;
+	smr->local_rmb_size = smr_hs_rmb_size(smr);
+	accept.accept.rmb.size = smr->local_rmb_size;
+	if (smr_hs_send(smr, &accept)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_CONFIRM);
+	smr_hs_kick(smr);
+}
+
+static void smr_hs_server_read_confirm(struct smr_sock *smr)
+{
+	struct smr_hs_msg msg;
+	int err;
+
+	err = smr_hs_recv(smr, &msg);
+	if (err == -EAGAIN)
+		return;
+	if (err || smr_hs_check(&msg, SMR_HS_CONFIRM, smr->local_token) ||
+	    (msg.type == SMR_HS_CONFIRM &&
+	     msg.confirm.token != smr->peer_token)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	if (msg.type == SMR_HS_DECLINE) {
+		smr_hs_peer_declined(smr, &msg);
+		return;
+	}
+	smr->peer_rmb_size = msg.confirm.rmb.size;
+	/* the client waits for this ACK: don't let delayed ACKs stall it */
+	tcp_sock_set_quickack(smr->tcp->sk, 1);
+	smr_hs_agreed(smr);
+}
+
+static void smr_hs_work(struct work_struct *work)
+{
+	struct smr_sock *smr = container_of(work, struct smr_sock, hs_work);
+
+	lock_sock(&smr->sk);
+	switch (smr->hs_state) {
+	case SMR_HS_CONNECTING:
+		smr_hs_client_start(smr);
+		break;
+	case SMR_HS_WAIT_ACCEPT:
+		smr_hs_client_read(smr);
+		break;
+	case SMR_HS_WAIT_PROPOSAL:
+		smr_hs_server_read_proposal(smr);
+		break;
+	case SMR_HS_WAIT_CONFIRM:
+		smr_hs_server_read_confirm(smr);
+		break;
+	case SMR_HS_WAIT_ACKED:
+		smr_hs_client_acked(smr);
+		break;
+	default:
+		break;
+	}
+	if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
+	    READ_ONCE(smr->hs_timed_out)) {
+		/* nothing sent yet: the peer never started; TCP is safe */
+		if (!smr->hs_wrote)
+			smr_hs_fallback(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
+		else
+			smr_hs_abort(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
+	}
+	release_sock(&smr->sk);
+	sock_put(&smr->sk);	/* the queued work's reference */
+}
+
+/*
+ * Wait until the handshake decided (blocking send/recv/connect on a socket
+ * still negotiating). Returns 0, -EAGAIN (@timeo 0 or expired) or a signal
+ * errno, like TCP waiting for its connection.
+ */
+int smr_hs_wait(struct smr_sock *smr, long timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &smr->sk;
+	int err = 0;
+
+	if (!smr_hs_pending(smr))
+		return 0;
+	if (!timeo)
+		return -EAGAIN;
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (smr_hs_pending(smr)) {
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+void smr_hs_init_sock(struct smr_sock *smr)
+{
+	INIT_WORK(&smr->hs_work, smr_hs_work);
+	timer_setup(&smr->hs_timer, smr_hs_timer_fired, 0);
+	INIT_HLIST_NODE(&smr->token_node);
+}
+
+/* The socket goes away: no work or timer may touch it afterwards. */
+void smr_hs_stop(struct smr_sock *smr)
+{
+	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	sk_stop_timer_sync(&smr->sk, &smr->hs_timer);
+	if (cancel_work_sync(&smr->hs_work))
+		sock_put(&smr->sk);
+}
+
+static struct ctl_table smr_sysctl_table[] = {
+	{
+		.procname	= "handshake_timeout_ms",
+		.data		= &smr_hs_timeout_ms,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_hs_timeout_min,
+		.extra2		= &smr_hs_timeout_max,
+	},
+	{ }
+};
+
+static struct ctl_table_header *smr_sysctl_header;
+
+int smr_hs_init(void)
+{
+	smr_sysctl_header = smr_register_sysctl("net/smr", smr_sysctl_table,
+						ARRAY_SIZE(smr_sysctl_table) - 1);
+	return smr_sysctl_header ? 0 : -ENOMEM;
+}
+
+void smr_hs_exit(void)
+{
+	unregister_sysctl_table(smr_sysctl_header);
+}

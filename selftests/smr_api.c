@@ -1,0 +1,3185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Differential API tests for SMR sockets.
+ *
+ * Every case runs one body against kernel TCP (AF_INET/AF_INET6) and against
+ * SMR (SMRPROTO_IPV4/SMRPROTO_IPV6) and asserts the same observable results:
+ * return values, errno, poll/epoll masks, bytes, EOF and error timing. The
+ * expectations are TCP's, and the tcp variants assert them too, so a run
+ * without the SMR module (its variants skip) validates the expectations.
+ *
+ * Both ends of every connection live in the test process, or in a forked
+ * child where a case needs a concurrent peer. Addresses: $SMR_SELF_ADDR and
+ * $SMR_SELF_ADDR6 when set (inside the guests), else 127.0.0.1 and ::1.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <linux/smr.h>
+
+#include "kselftest_harness.h"
+#include "smr_test_lib.h"
+
+/*
+ * What a connected SMR socket reports: both ends negotiate (the guest's
+ * address sits on a soft-RoCE netdev) and, until the RDMA data path lands,
+ * settle on TCP saying so. The one place to change when it does.
+ */
+#define SMR_EXPECT_CONNECTED_MODE	SMR_MODE_TCP
+#define SMR_EXPECT_CONNECTED_REASON	SMR_REASON_RDMA_UNAVAILABLE
+#define SMR_EXPECT_FALLBACK_STAT	"fallback_rdma_unavailable"
+
+/* TCP states as TCP_INFO and /proc/net/tcp report them. */
+#define ST_ESTABLISHED	1
+#define ST_SYN_SENT	2
+#define ST_TIME_WAIT	6
+#define ST_CLOSE	7
+#define ST_LISTEN	10
+
+/* Every event a stream socket can report; poll and epoll are asked for all. */
+#define ALL_EVENTS	(EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDNORM | \
+			 EPOLLRDBAND | EPOLLWRNORM | EPOLLWRBAND | EPOLLMSG | \
+			 EPOLLRDHUP)
+#define M_IN		(EPOLLIN | EPOLLRDNORM)
+#define M_OUT		(EPOLLOUT | EPOLLWRNORM)
+#define M_RDHUP		(M_IN | EPOLLRDHUP)	/* receive side shut down */
+
+/* Generous bound for anything that "happens at once" on loopback, for TCG. */
+#define SOON_MS		5000
+
+#define SA(p)		((struct sockaddr *)(p))
+
+FIXTURE(smr_api) {
+	bool smr;
+	int af;				/* the variant's address family */
+	int smr_fam;			/* SMR's socket family, when smr */
+	struct sockaddr_storage addr4;	/* self addresses, port 0 */
+	struct sockaddr_storage addr6;
+};
+
+FIXTURE_VARIANT(smr_api) {
+	bool smr;
+	int af;
+};
+
+FIXTURE_VARIANT_ADD(smr_api, tcp_ipv4) { .smr = false, .af = AF_INET, };
+FIXTURE_VARIANT_ADD(smr_api, tcp_ipv6) { .smr = false, .af = AF_INET6, };
+FIXTURE_VARIANT_ADD(smr_api, smr_ipv4) { .smr = true, .af = AF_INET, };
+FIXTURE_VARIANT_ADD(smr_api, smr_ipv6) { .smr = true, .af = AF_INET6, };
+
+#define SELF	FIXTURE_DATA(smr_api)
+#define META	struct __test_metadata *_metadata
+
+static int parse_addr(int af, const char *env, const char *dflt,
+		      struct sockaddr_storage *ss)
+{
+	const char *s = getenv(env);
+	struct sockaddr_in6 *s6 = (void *)ss;
+	struct sockaddr_in *s4 = (void *)ss;
+
+	if (!s || !*s)
+		s = dflt;
+	memset(ss, 0, sizeof(*ss));
+	if (af == AF_INET) {
+		s4->sin_family = AF_INET;
+		return inet_pton(AF_INET, s, &s4->sin_addr) == 1 ? 0 : -1;
+	}
+	s6->sin6_family = AF_INET6;
+	return inet_pton(AF_INET6, s, &s6->sin6_addr) == 1 ? 0 : -1;
+}
+
+FIXTURE_SETUP(smr_api)
+{
+	self->smr = variant->smr;
+	self->af = variant->af;
+	if (self->smr) {
+		self->smr_fam = smr_module_family();
+		if (self->smr_fam < 0)
+			SKIP(return, "SMR module not loaded (%s missing)",
+			     SMR_FAMILY_SYSFS);
+	}
+	ASSERT_EQ(0, parse_addr(AF_INET, "SMR_SELF_ADDR", "127.0.0.1",
+				&self->addr4));
+	ASSERT_EQ(0, parse_addr(AF_INET6, "SMR_SELF_ADDR6", "::1",
+				&self->addr6));
+	/* send() errors are asserted as EPIPE; SIGPIPE has its own case. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+FIXTURE_TEARDOWN(smr_api)
+{
+}
+
+/* ---- small syscall wrappers: result, or -errno ---- */
+
+static socklen_t af_len(int af)
+{
+	return af == AF_INET ? sizeof(struct sockaddr_in) :
+			       sizeof(struct sockaddr_in6);
+}
+
+static int sock_family(const SELF *self, int af)
+{
+	return self->smr ? self->smr_fam : af;
+}
+
+static int sock_proto(const SELF *self, int af)
+{
+	if (self->smr)
+		return af == AF_INET ? SMRPROTO_IPV4 : SMRPROTO_IPV6;
+	return IPPROTO_TCP;
+}
+
+static int xsocket(const SELF *self, int af, int type)
+{
+	int fd = socket(sock_family(self, af), type, sock_proto(self, af));
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int xbind(int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	return bind(fd, (const struct sockaddr *)ss, len) ? -errno : 0;
+}
+
+static int xconnect(int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	return connect(fd, (const struct sockaddr *)ss, len) ? -errno : 0;
+}
+
+static int xlisten(int fd, int backlog)
+{
+	return listen(fd, backlog) ? -errno : 0;
+}
+
+static int xaccept(int fd, int flags)
+{
+	int ret = accept4(fd, NULL, NULL, flags);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/* accept() that does not wait, whatever the listener's O_NONBLOCK. */
+static int xaccept_nb(int fd)
+{
+	int fl = fcntl(fd, F_GETFL), ret;
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	ret = xaccept(fd, 0);
+	fcntl(fd, F_SETFL, fl);
+	return ret;
+}
+
+static ssize_t xsend(int fd, const void *buf, size_t len, int flags)
+{
+	ssize_t ret = send(fd, buf, len, flags);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static ssize_t xrecv(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t ret = recv(fd, buf, len, flags);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static int xshutdown(int fd, int how)
+{
+	return shutdown(fd, how) ? -errno : 0;
+}
+
+static int xsetint(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+/* getsockopt of an int; also insists on TCP's optlen of sizeof(int). */
+static int xgetint(int fd, int level, int name, int *val)
+{
+	socklen_t len = sizeof(*val);
+
+	*val = -12345;
+	if (getsockopt(fd, level, name, val, &len))
+		return -errno;
+	return len == sizeof(*val) ? 0 : -ERANGE;
+}
+
+/*
+ * errno of getsockopt() at a level TCP does not know: IPv4 TCP passes it to
+ * ip_getsockopt (EOPNOTSUPP), IPv6 TCP to ipv6_getsockopt (ENOPROTOOPT).
+ * setsockopt() says ENOPROTOOPT for both.
+ */
+static int tcp_unknown_level_get_err(int af)
+{
+	return af == AF_INET ? -EOPNOTSUPP : -ENOPROTOOPT;
+}
+
+static int xioctl_int(int fd, unsigned long req, int *val)
+{
+	*val = -12345;
+	return ioctl(fd, req, val) ? -errno : 0;
+}
+
+static int fd_flags(int fd)
+{
+	return fcntl(fd, F_GETFL);
+}
+
+static bool fd_cloexec(int fd)
+{
+	return fcntl(fd, F_GETFD) & FD_CLOEXEC;
+}
+
+static void set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+static uint16_t ss_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+static void ss_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+/* The variant's (or @af's) self address with @port. */
+static socklen_t self_addr(const SELF *self, int af, uint16_t port,
+			   struct sockaddr_storage *ss)
+{
+	*ss = af == AF_INET ? self->addr4 : self->addr6;
+	ss_set_port(ss, port);
+	return af_len(af);
+}
+
+/* Loopback (127.0.0.1 / ::1) with @port, independent of the environment. */
+static socklen_t loopback_addr(int af, uint16_t port,
+			       struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = af;
+	if (af == AF_INET)
+		((struct sockaddr_in *)ss)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_addr = in6addr_loopback;
+	ss_set_port(ss, port);
+	return af_len(af);
+}
+
+static socklen_t any_addr(int af, uint16_t port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = af;
+	ss_set_port(ss, port);
+	return af_len(af);
+}
+
+/* Same address and port, ignoring sin_zero / flowinfo padding. */
+static bool ss_equal(const struct sockaddr_storage *a,
+		     const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family || ss_port(a) != ss_port(b))
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr,
+		       sizeof(struct in6_addr)) &&
+	       ((const struct sockaddr_in6 *)a)->sin6_scope_id ==
+	       ((const struct sockaddr_in6 *)b)->sin6_scope_id;
+}
+
+static const char *ss_str(const struct sockaddr_storage *ss, char *buf,
+			  size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
+			  host, sizeof(host));
+	else if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6,
+			  &((const struct sockaddr_in6 *)ss)->sin6_addr,
+			  host, sizeof(host));
+	snprintf(buf, len, "fam %d %s port %u", ss->ss_family, host,
+		 ss_port(ss));
+	return buf;
+}
+
+/* ---- harness-aware helpers (they ASSERT) ---- */
+
+static int new_sock(META, const SELF *self, int af, int type)
+{
+	int fd = xsocket(self, af, type);
+
+	ASSERT_LE(0, fd) TH_LOG("socket(%d, %#x, %d): %s",
+				sock_family(self, af), type,
+				sock_proto(self, af), strerror(-fd));
+	return fd;
+}
+
+/* A listener on the self address, port 0; its address goes to @la. */
+static int listener_af(META, const SELF *self, int af, int backlog,
+		       struct sockaddr_storage *la)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = self_addr(self, af, 0, &ss);
+	int fd = new_sock(_metadata, self, af, SOCK_STREAM);
+
+	ASSERT_EQ(0, xbind(fd, &ss, len));
+	ASSERT_EQ(0, xlisten(fd, backlog));
+	len = sizeof(*la);
+	ASSERT_EQ(0, getsockname(fd, SA(la), &len));
+	ASSERT_EQ(af_len(af), len);
+	ASSERT_NE(0, ss_port(la));
+	return fd;
+}
+
+static int connect_af(META, const SELF *self, int af,
+		      const struct sockaddr_storage *to, int type)
+{
+	int fd = new_sock(_metadata, self, af, type);
+	int ret = xconnect(fd, to, af_len(to->ss_family));
+
+	ASSERT_EQ(0, ret) TH_LOG("connect: %s", strerror(-ret));
+	return fd;
+}
+
+static void make_pair(META, const SELF *self, int *cli, int *srv)
+{
+	struct sockaddr_storage la;
+	int l = listener_af(_metadata, self, self->af, 8, &la);
+
+	*cli = connect_af(_metadata, self, self->af, &la, SOCK_STREAM);
+	*srv = xaccept(l, 0);
+	ASSERT_LE(0, *srv) TH_LOG("accept: %s", strerror(-*srv));
+	close(l);
+}
+
+#define LISTENER(backlog, la)	listener_af(_metadata, self, self->af, backlog, la)
+#define CONNECT(la)		connect_af(_metadata, self, self->af, la, SOCK_STREAM)
+#define PAIR(cli, srv)		make_pair(_metadata, self, cli, srv)
+#define NEW_SOCK(type)		new_sock(_metadata, self, self->af, type)
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Read up to @len bytes, waiting at most @timeout_ms for each piece; stops
+ * early at EOF. Returns the bytes read, or -errno if nothing was read.
+ */
+static ssize_t recv_upto(int fd, void *buf, size_t len, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n;
+
+		if (poll(&p, 1, timeout_ms) <= 0)
+			break;
+		n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return got ? (ssize_t)got : -errno;
+		if (n == 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+/* Current mask, asked through epoll and through poll: both must agree. */
+static unsigned int mask_now(META, int fd)
+{
+	struct epoll_event ev = { .events = ALL_EVENTS }, out;
+	struct pollfd p = { .fd = fd, .events = ALL_EVENTS };
+	unsigned int emask = 0;
+	int ep, n;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	n = epoll_wait(ep, &out, 1, 0);
+	ASSERT_LE(0, n);
+	if (n == 1)
+		emask = out.events;
+	close(ep);
+	ASSERT_LE(0, poll(&p, 1, 0));
+	ASSERT_EQ(emask, (unsigned int)(unsigned short)p.revents)
+		TH_LOG("epoll and poll disagree: %#x vs %#x", emask, p.revents);
+	return emask;
+}
+
+/* Wait until all of @want are set (or @timeout_ms), then return the mask. */
+static unsigned int mask_wait(META, int fd, unsigned int want, int timeout_ms)
+{
+	long long deadline = smr_now_ms() + timeout_ms;
+	unsigned int m;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = want };
+		long long left;
+
+		m = mask_now(_metadata, fd);
+		left = deadline - smr_now_ms();
+		if ((m & want) == want || left <= 0)
+			return m;
+		/* ERR/HUP wake poll early although not wanted: nap then. */
+		if (poll(&p, 1, left) > 0 && (p.revents & want) != want)
+			usleep(1000);
+	}
+}
+
+#define ASSERT_MASK(expected, seen) do {					\
+	unsigned int __e = (expected), __s = (seen);			\
+	char __eb[128], __sb[128];					\
+	ASSERT_EQ(__e, __s) TH_LOG("mask: expected %s, got %s",	\
+		smr_mask_str(__e, __eb, sizeof(__eb)),			\
+		smr_mask_str(__s, __sb, sizeof(__sb)));			\
+} while (0)
+
+static int tcp_info_get(int fd, struct tcp_info *ti)
+{
+	socklen_t len = sizeof(*ti);
+
+	memset(ti, 0, sizeof(*ti));
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) ? -errno : 0;
+}
+
+/* Handshake bytes an SMR socket put on (@sent) or took off its TCP stream. */
+static unsigned long long hs_bytes(int fd, bool sent)
+{
+	struct smr_info info;
+	socklen_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (getsockopt(fd, SOL_SMR, SMR_INFO, &info, &len))
+		return 0;	/* plain TCP */
+	return sent ? info.hs_bytes_sent : info.hs_bytes_received;
+}
+
+/* Wait until a listener's accept queue (TCP_INFO tcpi_unacked) holds @n. */
+static bool wait_acceptq(int l, unsigned int n)
+{
+	long long deadline = smr_now_ms() + SOON_MS;
+	struct tcp_info ti;
+
+	do {
+		if (tcp_info_get(l, &ti) == 0 && ti.tcpi_unacked == n)
+			return true;
+		usleep(2000);
+	} while (smr_now_ms() < deadline);
+	return false;
+}
+
+/* Wait until TCP_INFO reports @state. */
+static bool wait_tcp_state(int fd, unsigned int state)
+{
+	long long deadline = smr_now_ms() + SOON_MS;
+	struct tcp_info ti;
+
+	do {
+		if (tcp_info_get(fd, &ti) == 0 && ti.tcpi_state == state)
+			return true;
+		usleep(2000);
+	} while (smr_now_ms() < deadline);
+	return false;
+}
+
+/* A child that fails prints why and exits non-zero; the parent asserts 0. */
+#define CHILD_CHECK(cond, fmt, ...) do {				\
+	if (!(cond)) {							\
+		fprintf(stderr, "# %s:%d: child: %s: " fmt "\n",	\
+			__FILE__, __LINE__, #cond, ##__VA_ARGS__);	\
+		_exit(1);						\
+	}								\
+} while (0)
+
+#define CHILD_SKIP	4
+
+static pid_t fork_child(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0)
+		alarm(60);	/* never outlive a wedged test */
+	return pid;
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+/*
+ * Fill @fd's path to its peer (which must not read) until send blocks: keep
+ * going until POLLOUT stays away for a while, since ACKs can free space
+ * after the first EAGAIN. Returns the bytes queued, or -errno.
+ */
+static long long fill_until_blocked(int fd, uint32_t seed)
+{
+	char buf[1024];
+	long long total = 0;
+	int rounds;
+
+	for (rounds = 0; rounds < 100000; rounds++) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		ssize_t n;
+
+		smr_pattern_fill(buf, sizeof(buf), seed, total);
+		n = send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			total += n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN)
+			return -errno;
+		if (poll(&p, 1, 100) == 0)
+			return total;
+	}
+	return -EOVERFLOW;
+}
+
+/* Drain exactly @total pattern bytes from @fd, checking them. */
+static void drain_check(META, int fd, long long total, uint32_t seed)
+{
+	char buf[4096];
+	long long got = 0;
+
+	while (got < total) {
+		size_t want = total - got < (long long)sizeof(buf) ?
+			      (size_t)(total - got) : sizeof(buf);
+		ssize_t n = recv_upto(fd, buf, want, SOON_MS);
+
+		ASSERT_LT(0, n) TH_LOG("drain stopped at %lld of %lld (%zd)",
+				       got, total, n);
+		ASSERT_EQ((size_t)n, smr_pattern_check(buf, n, seed, got))
+			TH_LOG("data mismatch near offset %lld", got);
+		got += n;
+	}
+}
+
+/* ================= socket() ================= */
+
+/* Protocols a stream socket of the family does not support. */
+TEST_F(smr_api, socket_bad_protocol)
+{
+	static const int protos[] = { 7, IPPROTO_UDP, 2, 255 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(protos); i++) {
+		int fd = socket(sock_family(self, self->af), SOCK_STREAM,
+				protos[i]);
+
+		EXPECT_EQ(-1, fd) TH_LOG("proto %d accepted", protos[i]);
+		EXPECT_EQ(EPROTONOSUPPORT, errno) TH_LOG("proto %d", protos[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+TEST_F(smr_api, socket_bad_type)
+{
+	int fd;
+
+	/* Types without any inet protocol behind them. */
+	EXPECT_EQ(-ESOCKTNOSUPPORT, xsocket(self, self->af, SOCK_SEQPACKET));
+	EXPECT_EQ(-ESOCKTNOSUPPORT, xsocket(self, self->af, SOCK_RDM));
+	/*
+	 * SOCK_DGRAM: TCP's protocol number names no datagram protocol
+	 * (EPROTONOSUPPORT); SMR supports no type but SOCK_STREAM at all.
+	 */
+	fd = xsocket(self, self->af, SOCK_DGRAM);
+	EXPECT_EQ(self->smr ? -ESOCKTNOSUPPORT : -EPROTONOSUPPORT, fd);
+	/* Unknown flag bits are refused before the family is consulted. */
+	EXPECT_EQ(-EINVAL, xsocket(self, self->af, SOCK_STREAM | 0x40000000));
+}
+
+TEST_F(smr_api, socket_flags)
+{
+	struct sockaddr_storage la;
+	int fd, l;
+	char c;
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(0, fd_flags(fd) & O_NONBLOCK);
+	EXPECT_FALSE(fd_cloexec(fd));
+	EXPECT_EQ(O_RDWR, fd_flags(fd) & O_ACCMODE);
+	close(fd);
+
+	fd = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK);
+	EXPECT_EQ(O_NONBLOCK, fd_flags(fd) & O_NONBLOCK);
+	EXPECT_FALSE(fd_cloexec(fd));
+	close(fd);
+
+	fd = NEW_SOCK(SOCK_STREAM | SOCK_CLOEXEC);
+	EXPECT_EQ(0, fd_flags(fd) & O_NONBLOCK);
+	EXPECT_TRUE(fd_cloexec(fd));
+	close(fd);
+
+	/* The flag really makes the socket non-blocking. */
+	fd = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	EXPECT_TRUE(fd_cloexec(fd));
+	l = LISTENER(4, &la);
+	EXPECT_EQ(-EINPROGRESS, xconnect(fd, &la, af_len(self->af)));
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, fd, EPOLLOUT, SOON_MS));
+	EXPECT_EQ(-EAGAIN, xrecv(fd, &c, 1, 0));
+	close(l);
+	close(fd);
+}
+
+/* ================= bind() ================= */
+
+TEST_F(smr_api, bind_twice)
+{
+	struct sockaddr_storage ss, got;
+	socklen_t len = self_addr(self, self->af, 0, &ss);
+	int fd = NEW_SOCK(SOCK_STREAM);
+
+	ASSERT_EQ(0, xbind(fd, &ss, len));
+	len = sizeof(got);
+	ASSERT_EQ(0, getsockname(fd, SA(&got), &len));
+	EXPECT_NE(0, ss_port(&got));
+	EXPECT_EQ(-EINVAL, xbind(fd, &ss, af_len(self->af)));
+	EXPECT_EQ(-EINVAL, xbind(fd, &got, af_len(self->af)));
+}
+
+TEST_F(smr_api, bind_in_use)
+{
+	struct sockaddr_storage la, any;
+	int l = LISTENER(4, &la);
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int fd2 = NEW_SOCK(SOCK_STREAM);
+
+	EXPECT_EQ(-EADDRINUSE, xbind(fd, &la, af_len(self->af)));
+	/* The wildcard address overlaps the listener's too. */
+	any_addr(self->af, ss_port(&la), &any);
+	EXPECT_EQ(-EADDRINUSE, xbind(fd, &any, af_len(self->af)));
+	/* SO_REUSEADDR never lets a second socket share a listening port. */
+	ASSERT_EQ(0, xsetint(fd2, SOL_SOCKET, SO_REUSEADDR, 1));
+	EXPECT_EQ(-EADDRINUSE, xbind(fd2, &la, af_len(self->af)));
+	/* A failed bind leaves the socket unbound and usable. */
+	self_addr(self, self->af, 0, &any);
+	EXPECT_EQ(0, xbind(fd, &any, af_len(self->af)));
+	close(l);
+}
+
+/*
+ * A server restart: the old server closed its connection first, so its
+ * port sits in TIME_WAIT. Without SO_REUSEADDR the new bind fails, with it
+ * bind and listen succeed and the new listener takes connections.
+ */
+TEST_F(smr_api, bind_reuseaddr_time_wait)
+{
+	struct sockaddr_storage la, ss;
+	int cli, srv, l, fd, fd2, c2, s2;
+	long long deadline;
+	socklen_t len;
+	char c;
+
+	l = NEW_SOCK(SOCK_STREAM);
+	len = self_addr(self, self->af, 0, &ss);
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_REUSEADDR, 1));
+	ASSERT_EQ(0, xbind(l, &ss, len));
+	ASSERT_EQ(0, xlisten(l, 4));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	close(l);
+	close(srv);			/* active close: server side waits */
+	ASSERT_EQ(0, recv_upto(cli, &c, 1, SOON_MS));
+	close(cli);
+	deadline = smr_now_ms() + SOON_MS;
+	while (!smr_tcp_port_in_state(self->af == AF_INET6, ss_port(&la),
+				      ST_TIME_WAIT) &&
+	       smr_now_ms() < deadline)
+		usleep(2000);
+	ASSERT_TRUE(smr_tcp_port_in_state(self->af == AF_INET6, ss_port(&la),
+					  ST_TIME_WAIT))
+		TH_LOG("port %u never reached TIME_WAIT", ss_port(&la));
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(-EADDRINUSE, xbind(fd, &la, af_len(self->af)));
+	fd2 = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(fd2, SOL_SOCKET, SO_REUSEADDR, 1));
+	ASSERT_EQ(0, xbind(fd2, &la, af_len(self->af)));
+	ASSERT_EQ(0, xlisten(fd2, 4));
+	c2 = CONNECT(&la);
+	s2 = xaccept(fd2, 0);
+	ASSERT_LE(0, s2);
+	ASSERT_EQ(1, xsend(c2, "r", 1, 0));
+	ASSERT_EQ(1, recv_upto(s2, &c, 1, SOON_MS));
+	EXPECT_EQ('r', c);
+}
+
+TEST_F(smr_api, bind_reuseport)
+{
+	struct sockaddr_storage ss, la;
+	int a = NEW_SOCK(SOCK_STREAM);
+	int b = NEW_SOCK(SOCK_STREAM);
+	int c = NEW_SOCK(SOCK_STREAM);
+	int cli, srv = -1, i;
+	socklen_t len = self_addr(self, self->af, 0, &ss);
+
+	ASSERT_EQ(0, xsetint(a, SOL_SOCKET, SO_REUSEPORT, 1));
+	ASSERT_EQ(0, xsetint(b, SOL_SOCKET, SO_REUSEPORT, 1));
+	ASSERT_EQ(0, xbind(a, &ss, len));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(a, SA(&la), &len));
+	ASSERT_EQ(0, xlisten(a, 4));
+	ASSERT_EQ(0, xbind(b, &la, af_len(self->af)));
+	ASSERT_EQ(0, xlisten(b, 4));
+	/* A socket without the option may not join the group. */
+	EXPECT_EQ(-EADDRINUSE, xbind(c, &la, af_len(self->af)));
+
+	/* Connections land on one of the two listeners. */
+	for (i = 0; i < 4; i++) {
+		struct pollfd p[2] = { { .fd = a, .events = POLLIN },
+				       { .fd = b, .events = POLLIN } };
+
+		cli = CONNECT(&la);
+		ASSERT_LE(1, poll(p, 2, SOON_MS));
+		srv = xaccept(p[0].revents & POLLIN ? a : b, SOCK_NONBLOCK);
+		ASSERT_LE(0, srv);
+		ASSERT_EQ(1, xsend(cli, "p", 1, 0));
+		ASSERT_EQ(1, recv_upto(srv, &(char){0}, 1, SOON_MS));
+		close(cli);
+		close(srv);
+	}
+}
+
+TEST_F(smr_api, bind_addrlen)
+{
+	struct sockaddr_storage ss;
+	int fd = NEW_SOCK(SOCK_STREAM);
+
+	self_addr(self, self->af, 0, &ss);
+	EXPECT_EQ(-EINVAL, xbind(fd, &ss, 0));
+	EXPECT_EQ(-EINVAL, xbind(fd, &ss, 8));
+	EXPECT_EQ(-EINVAL, xbind(fd, &ss, sizeof(struct sockaddr_in) - 1));
+	/*
+	 * The shortest length TCP accepts: a whole sockaddr_in for IPv4, the
+	 * RFC 2133 sockaddr_in6 without sin6_scope_id (24 bytes) for IPv6.
+	 */
+	EXPECT_EQ(0, xbind(fd, &ss, self->af == AF_INET ? 16 : 24));
+	close(fd);
+	/* Longer than the family's sockaddr is fine. */
+	fd = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(0, xbind(fd, &ss, sizeof(ss)));
+	close(fd);
+	/* connect() has the same length rules. */
+	fd = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(-EINVAL, xconnect(fd, &ss, 8));
+	close(fd);
+}
+
+TEST_F(smr_api, bind_family)
+{
+	struct sockaddr_storage ss;
+	int fd = NEW_SOCK(SOCK_STREAM);
+
+	/* The other inet family's address, at this family's length. */
+	self_addr(self, self->af, 0, &ss);
+	ss.ss_family = self->af == AF_INET ? AF_INET6 : AF_INET;
+	EXPECT_EQ(-EAFNOSUPPORT, xbind(fd, &ss, af_len(self->af)));
+	ss.ss_family = AF_UNIX;
+	EXPECT_EQ(-EAFNOSUPPORT, xbind(fd, &ss, af_len(self->af)));
+	if (self->af == AF_INET) {
+		/* IPv4 compatibility: AF_UNSPEC binds only with INADDR_ANY. */
+		ss.ss_family = AF_UNSPEC;
+		EXPECT_EQ(-EAFNOSUPPORT, xbind(fd, &ss, af_len(self->af)));
+		any_addr(AF_INET, 0, &ss);
+		ss.ss_family = AF_UNSPEC;
+		EXPECT_EQ(0, xbind(fd, &ss, af_len(self->af)));
+	} else {
+		ss.ss_family = AF_UNSPEC;
+		EXPECT_EQ(-EAFNOSUPPORT, xbind(fd, &ss, af_len(self->af)));
+	}
+	/* connect() to an address of the wrong family. */
+	close(fd);
+	fd = NEW_SOCK(SOCK_STREAM);
+	self_addr(self, self->af, 9, &ss);
+	ss.ss_family = self->af == AF_INET ? AF_INET6 : AF_INET;
+	EXPECT_EQ(-EAFNOSUPPORT, xconnect(fd, &ss, af_len(self->af)));
+}
+
+/* IPV6_V6ONLY decides whether an IPv6 socket talks to IPv4 peers. */
+TEST_F(smr_api, v6only)
+{
+	struct sockaddr_storage any, la, peer, to4, mapped, me;
+	struct sockaddr_in6 *m6 = (void *)&mapped;
+	int l, cli, srv, fd;
+	socklen_t len;
+
+	if (self->af == AF_INET) {
+		/* Not an option an IPv4 TCP socket knows. */
+		fd = NEW_SOCK(SOCK_STREAM);
+		EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, IPPROTO_IPV6,
+						IPV6_V6ONLY, 1));
+		return;
+	}
+
+	/* v6-only listener on [::]: an IPv4 client is refused. */
+	l = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(l, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+	len = any_addr(AF_INET6, 0, &any);
+	ASSERT_EQ(0, xbind(l, &any, len));
+	ASSERT_EQ(0, xlisten(l, 4));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	self_addr(self, AF_INET, ss_port(&la), &to4);
+	fd = new_sock(_metadata, self, AF_INET, SOCK_STREAM);
+	EXPECT_EQ(-ECONNREFUSED, xconnect(fd, &to4, af_len(AF_INET)));
+	close(fd);
+	close(l);
+
+	/* Dual-stack listener: the IPv4 client gets in, seen v4-mapped. */
+	l = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(l, IPPROTO_IPV6, IPV6_V6ONLY, 0));
+	ASSERT_EQ(0, xbind(l, &any, af_len(AF_INET6)));
+	ASSERT_EQ(0, xlisten(l, 4));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	self_addr(self, AF_INET, ss_port(&la), &to4);
+	cli = new_sock(_metadata, self, AF_INET, SOCK_STREAM);
+	ASSERT_EQ(0, xconnect(cli, &to4, af_len(AF_INET)));
+	len = sizeof(peer);
+	srv = accept(l, SA(&peer), &len);
+	ASSERT_LE(0, srv);
+	EXPECT_EQ(af_len(AF_INET6), len);
+	EXPECT_EQ(AF_INET6, peer.ss_family);
+	EXPECT_TRUE(IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&peer)->sin6_addr));
+	EXPECT_EQ(0, memcmp(&((struct sockaddr_in6 *)&peer)->sin6_addr.s6_addr[12],
+			    &((struct sockaddr_in *)&to4)->sin_addr, 4));
+	len = sizeof(me);
+	ASSERT_EQ(0, getsockname(cli, SA(&me), &len));
+	EXPECT_EQ(ss_port(&me), ss_port(&peer));
+	ASSERT_EQ(2, xsend(cli, "v4", 2, 0));
+	ASSERT_EQ(2, recv_upto(srv, (char[2]){0}, 2, SOON_MS));
+	close(cli);
+	close(srv);
+
+	/* An IPv6 client reaches the v4-mapped address unless v6-only. */
+	memset(&mapped, 0, sizeof(mapped));
+	m6->sin6_family = AF_INET6;
+	m6->sin6_port = htons(ss_port(&la));
+	m6->sin6_addr.s6_addr[10] = 0xff;
+	m6->sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&m6->sin6_addr.s6_addr[12],
+	       &((struct sockaddr_in *)&to4)->sin_addr, 4);
+	fd = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+	EXPECT_EQ(-ENETUNREACH, xconnect(fd, &mapped, af_len(AF_INET6)));
+	close(fd);
+	fd = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0));
+	EXPECT_EQ(0, xconnect(fd, &mapped, af_len(AF_INET6)));
+	srv = xaccept(l, 0);
+	EXPECT_LE(0, srv);
+}
+
+/* ================= listen() / accept() ================= */
+
+/*
+ * listen(fd, 1) admits two connections (Linux: queue full when more than
+ * backlog wait); the third SYN is dropped until accept() makes room.
+ */
+TEST_F(smr_api, listen_backlog)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(1, &la);
+	int c1, c2, c3, s;
+	struct tcp_info ti;
+
+	ASSERT_EQ(0, tcp_info_get(l, &ti));
+	EXPECT_EQ(ST_LISTEN, ti.tcpi_state);
+	EXPECT_EQ(1, ti.tcpi_sacked);	/* listener: max backlog */
+	EXPECT_EQ(0, ti.tcpi_unacked);	/* listener: accept queue */
+
+	c1 = CONNECT(&la);
+	ASSERT_TRUE(wait_acceptq(l, 1));
+	c2 = CONNECT(&la);
+	ASSERT_TRUE(wait_acceptq(l, 2));
+	c3 = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK);
+	ASSERT_EQ(-EINPROGRESS, xconnect(c3, &la, af_len(self->af)));
+	EXPECT_EQ(0, poll(&(struct pollfd){ .fd = c3, .events = POLLOUT }, 1,
+			  150));
+	ASSERT_EQ(0, tcp_info_get(c3, &ti));
+	EXPECT_EQ(ST_SYN_SENT, ti.tcpi_state);
+	ASSERT_EQ(0, tcp_info_get(l, &ti));
+	EXPECT_EQ(2, ti.tcpi_unacked);
+	ASSERT_MASK(0, mask_now(_metadata, c3));
+
+	s = xaccept(l, 0);
+	ASSERT_LE(0, s);
+	/* The retransmitted SYN (after ~1 s) now fits. */
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, c3, EPOLLOUT, SOON_MS));
+	EXPECT_EQ(0, xgetint(c3, SOL_SOCKET, SO_ERROR, &(int){0}));
+	EXPECT_LE(0, xaccept(l, 0));
+	EXPECT_LE(0, xaccept(l, 0));
+	EXPECT_EQ(-EAGAIN, xaccept_nb(l));
+	close(c1);
+	close(c2);
+}
+
+TEST_F(smr_api, listen_again)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(5, &la);
+	struct tcp_info ti;
+
+	/* listen() on a listener only changes the backlog. */
+	ASSERT_EQ(0, xlisten(l, 3));
+	ASSERT_EQ(0, tcp_info_get(l, &ti));
+	EXPECT_EQ(ST_LISTEN, ti.tcpi_state);
+	EXPECT_EQ(3, ti.tcpi_sacked);
+	close(CONNECT(&la));
+}
+
+TEST_F(smr_api, listen_autobind)
+{
+	struct sockaddr_storage got, to;
+	int fd = NEW_SOCK(SOCK_STREAM);
+	socklen_t len = sizeof(got);
+	int cli, srv;
+
+	/* listen() without bind() picks an ephemeral port on the wildcard. */
+	ASSERT_EQ(0, xlisten(fd, 4));
+	ASSERT_EQ(0, getsockname(fd, SA(&got), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	EXPECT_EQ(self->af, got.ss_family);
+	EXPECT_NE(0, ss_port(&got));
+	any_addr(self->af, ss_port(&got), &to);
+	EXPECT_TRUE(ss_equal(&to, &got));
+	self_addr(self, self->af, ss_port(&got), &to);
+	cli = CONNECT(&to);
+	srv = xaccept(fd, 0);
+	EXPECT_LE(0, srv);
+	close(cli);
+}
+
+TEST_F(smr_api, listen_after_connect)
+{
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	EXPECT_EQ(-EINVAL, xlisten(cli, 4));
+	EXPECT_EQ(-EINVAL, xlisten(srv, 4));
+	/* The connection is unharmed. */
+	ASSERT_EQ(1, xsend(cli, "k", 1, 0));
+	EXPECT_EQ(1, recv_upto(srv, &(char){0}, 1, SOON_MS));
+}
+
+TEST_F(smr_api, accept_blocking)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(4, &la);
+	long long t0 = smr_now_ms(), waited;
+	char buf[8] = "";
+	pid_t pid;
+	int srv;
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = xsocket(self, self->af, SOCK_STREAM);
+
+		close(l);
+		usleep(100 * 1000);
+		CHILD_CHECK(fd >= 0, "socket %d", fd);
+		CHILD_CHECK(xconnect(fd, &la, af_len(self->af)) == 0, "connect");
+		CHILD_CHECK(send_all(fd, "late", 4) == 0, "send");
+		close(fd);
+		_exit(0);
+	}
+	srv = xaccept(l, 0);
+	waited = smr_now_ms() - t0;
+	ASSERT_LE(0, srv);
+	EXPECT_LE(100, waited) TH_LOG("accept returned after %lld ms", waited);
+	EXPECT_EQ(4, recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, "late", 4));
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+TEST_F(smr_api, accept_nonblock)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(4, &la);
+	int cli, srv;
+
+	EXPECT_EQ(-EAGAIN, xaccept_nb(l));
+	set_nonblock(l, true);
+	EXPECT_EQ(-EAGAIN, xaccept(l, 0));
+	ASSERT_MASK(0, mask_now(_metadata, l));
+	cli = CONNECT(&la);
+	ASSERT_MASK(M_IN, mask_wait(_metadata, l, EPOLLIN, SOON_MS));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	EXPECT_EQ(-EAGAIN, xaccept(l, 0));
+	ASSERT_MASK(0, mask_now(_metadata, l));
+	close(cli);
+}
+
+TEST_F(smr_api, accept4_flags)
+{
+	struct sockaddr_storage la;
+	int l, cli1, cli2, a, b;
+
+	l = listener_af(_metadata, self, self->af, 4, &la);
+	set_nonblock(l, true);
+	EXPECT_EQ(-EINVAL, xaccept(l, 0x1));
+	EXPECT_EQ(-EINVAL, xaccept(l, O_APPEND));
+
+	cli1 = CONNECT(&la);
+	mask_wait(_metadata, l, EPOLLIN, SOON_MS);
+	a = xaccept(l, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(O_NONBLOCK, fd_flags(a) & O_NONBLOCK);
+	EXPECT_TRUE(fd_cloexec(a));
+	EXPECT_EQ(-EAGAIN, xrecv(a, &(char){0}, 1, 0));
+
+	/* Plain accept(): nothing inherited from a non-blocking listener. */
+	cli2 = CONNECT(&la);
+	mask_wait(_metadata, l, EPOLLIN, SOON_MS);
+	b = accept(l, NULL, NULL);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(0, fd_flags(b) & O_NONBLOCK);
+	EXPECT_FALSE(fd_cloexec(b));
+	close(cli1);
+	close(cli2);
+}
+
+TEST_F(smr_api, accept_not_listening)
+{
+	struct sockaddr_storage ss;
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int cli, srv;
+
+	EXPECT_EQ(-EINVAL, xaccept(fd, 0));
+	self_addr(self, self->af, 0, &ss);
+	ASSERT_EQ(0, xbind(fd, &ss, af_len(self->af)));
+	EXPECT_EQ(-EINVAL, xaccept(fd, 0));
+	PAIR(&cli, &srv);
+	EXPECT_EQ(-EINVAL, xaccept(cli, 0));
+	EXPECT_EQ(-EINVAL, xaccept_nb(srv));
+}
+
+TEST_F(smr_api, sock_names)
+{
+	struct sockaddr_storage la, la2, cname, cpeer, sname, speer, aaddr;
+	char b1[96], b2[96];
+	socklen_t len;
+	int l, cli, srv;
+
+	l = LISTENER(4, &la);
+	self_addr(self, self->af, ss_port(&la), &la2);
+	EXPECT_TRUE(ss_equal(&la2, &la)) TH_LOG("listener %s",
+						ss_str(&la, b1, sizeof(b1)));
+	cli = CONNECT(&la);
+	len = sizeof(aaddr);
+	memset(&aaddr, 0xa5, sizeof(aaddr));
+	srv = accept(l, SA(&aaddr), &len);
+	ASSERT_LE(0, srv);
+	EXPECT_EQ(af_len(self->af), len);
+
+	len = sizeof(cname);
+	ASSERT_EQ(0, getsockname(cli, SA(&cname), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	len = sizeof(cpeer);
+	ASSERT_EQ(0, getpeername(cli, SA(&cpeer), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	len = sizeof(sname);
+	ASSERT_EQ(0, getsockname(srv, SA(&sname), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	len = sizeof(speer);
+	ASSERT_EQ(0, getpeername(srv, SA(&speer), &len));
+	EXPECT_EQ(af_len(self->af), len);
+
+	EXPECT_TRUE(ss_equal(&cpeer, &la)) TH_LOG("%s vs %s",
+		ss_str(&cpeer, b1, sizeof(b1)), ss_str(&la, b2, sizeof(b2)));
+	EXPECT_TRUE(ss_equal(&sname, &la)) TH_LOG("%s vs %s",
+		ss_str(&sname, b1, sizeof(b1)), ss_str(&la, b2, sizeof(b2)));
+	EXPECT_TRUE(ss_equal(&speer, &cname)) TH_LOG("%s vs %s",
+		ss_str(&speer, b1, sizeof(b1)), ss_str(&cname, b2, sizeof(b2)));
+	EXPECT_TRUE(ss_equal(&aaddr, &cname)) TH_LOG("%s vs %s",
+		ss_str(&aaddr, b1, sizeof(b1)), ss_str(&cname, b2, sizeof(b2)));
+	EXPECT_NE(0, ss_port(&cname));
+	EXPECT_NE(ss_port(&la), ss_port(&cname));
+	/* Same client address as the listener's: both are the self address. */
+	self_addr(self, self->af, ss_port(&cname), &la2);
+	EXPECT_TRUE(ss_equal(&la2, &cname));
+	if (self->af == AF_INET6) {
+		EXPECT_EQ(0, ((struct sockaddr_in6 *)&speer)->sin6_flowinfo);
+		EXPECT_EQ(0, ((struct sockaddr_in6 *)&cpeer)->sin6_flowinfo);
+	} else {
+		char zero[8] = { 0 };
+
+		EXPECT_EQ(0, memcmp(zero, ((struct sockaddr_in *)&cpeer)->sin_zero, 8));
+		EXPECT_EQ(0, memcmp(zero, ((struct sockaddr_in *)&aaddr)->sin_zero, 8));
+	}
+
+	/* A short buffer gets the head of the address and the full length. */
+	memset(&la2, 0x5a, sizeof(la2));
+	len = 4;
+	ASSERT_EQ(0, getpeername(cli, SA(&la2), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	EXPECT_EQ(0, memcmp(&la2, &cpeer, 4));
+	EXPECT_EQ(0x5a, ((unsigned char *)&la2)[4]);
+}
+
+TEST_F(smr_api, getpeername_unconnected)
+{
+	struct sockaddr_storage ss, want, la;
+	socklen_t len = sizeof(ss);
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int l = LISTENER(4, &la);
+
+	EXPECT_EQ(-1, getpeername(fd, SA(&ss), &len));
+	EXPECT_EQ(ENOTCONN, errno);
+	len = sizeof(ss);
+	EXPECT_EQ(-1, getpeername(l, SA(&ss), &len));
+	EXPECT_EQ(ENOTCONN, errno);
+	/* An unbound socket's name is the wildcard, port 0. */
+	len = sizeof(ss);
+	memset(&ss, 0xa5, sizeof(ss));
+	ASSERT_EQ(0, getsockname(fd, SA(&ss), &len));
+	EXPECT_EQ(af_len(self->af), len);
+	any_addr(self->af, 0, &want);
+	EXPECT_TRUE(ss_equal(&want, &ss));
+	/* After a failed connect there is no peer either. */
+	EXPECT_EQ(-EINVAL, xconnect(fd, &la, 3));
+	len = sizeof(ss);
+	EXPECT_EQ(-1, getpeername(fd, SA(&ss), &len));
+	EXPECT_EQ(ENOTCONN, errno);
+}
+
+/* ================= connect() ================= */
+
+TEST_F(smr_api, connect_blocking)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(4, &la);
+	int cli = NEW_SOCK(SOCK_STREAM), srv;
+	struct tcp_info ti;
+	char buf[16];
+
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	ASSERT_EQ(0, tcp_info_get(cli, &ti));
+	EXPECT_EQ(ST_ESTABLISHED, ti.tcpi_state);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(5, xsend(cli, "hello", 5, 0));
+	ASSERT_EQ(5, recv_upto(srv, buf, 5, SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, "hello", 5));
+	ASSERT_EQ(3, xsend(srv, "bye", 3, 0));
+	ASSERT_EQ(3, recv_upto(cli, buf, 3, SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, "bye", 3));
+}
+
+/* A port that is bound but not listening: SYNs there get RST. */
+static int closed_port(META, const SELF *self, struct sockaddr_storage *to)
+{
+	int fd = new_sock(_metadata, self, self->af, SOCK_STREAM);
+	socklen_t len = self_addr(self, self->af, 0, to);
+
+	ASSERT_EQ(0, xbind(fd, to, len));
+	len = sizeof(*to);
+	ASSERT_EQ(0, getsockname(fd, SA(to), &len));
+	return fd;
+}
+
+TEST_F(smr_api, connect_refused)
+{
+	struct sockaddr_storage to;
+	int hold = closed_port(_metadata, self, &to);
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int err;
+
+	EXPECT_EQ(-ECONNREFUSED, xconnect(fd, &to, af_len(self->af)));
+	EXPECT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(0, err);
+	/* The socket may try again, and is refused again. */
+	EXPECT_EQ(-ECONNREFUSED, xconnect(fd, &to, af_len(self->af)));
+	close(hold);
+}
+
+TEST_F(smr_api, connect_nonblock)
+{
+	struct sockaddr_storage la, peer;
+	int l = LISTENER(4, &la);
+	int fd = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK);
+	socklen_t len = sizeof(peer);
+	int err, srv;
+
+	ASSERT_EQ(-EINPROGRESS, xconnect(fd, &la, af_len(self->af)));
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, fd, EPOLLOUT, SOON_MS));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_EQ(0, getpeername(fd, SA(&peer), &len));
+	EXPECT_TRUE(ss_equal(&peer, &la));
+	/* The first connect() after completion reports it: 0, then EISCONN. */
+	EXPECT_EQ(0, xconnect(fd, &la, af_len(self->af)));
+	EXPECT_EQ(-EISCONN, xconnect(fd, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(2, xsend(fd, "nb", 2, 0));
+	EXPECT_EQ(2, recv_upto(srv, (char[2]){0}, 2, SOON_MS));
+}
+
+TEST_F(smr_api, connect_nonblock_refused)
+{
+	struct sockaddr_storage to;
+	int hold = closed_port(_metadata, self, &to);
+	int fd = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK);
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int err;
+
+	ASSERT_EQ(-EINPROGRESS, xconnect(fd, &to, af_len(self->af)));
+	ASSERT_EQ(1, poll(&p, 1, SOON_MS));
+	EXPECT_EQ(POLLOUT | POLLERR | POLLHUP, p.revents);
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_now(_metadata, fd));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(ECONNREFUSED, err);
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, fd));
+	close(hold);
+}
+
+TEST_F(smr_api, connect_twice)
+{
+	struct sockaddr_storage la, la2;
+	int l = LISTENER(4, &la);
+	int l2 = LISTENER(4, &la2);
+	int fd = CONNECT(&la);
+
+	EXPECT_EQ(-EISCONN, xconnect(fd, &la, af_len(self->af)));
+	EXPECT_EQ(-EISCONN, xconnect(fd, &la2, af_len(self->af)));
+	close(l);
+	close(l2);
+}
+
+/*
+ * connect() to AF_UNSPEC dissolves the association: the peer is reset and
+ * the socket can connect anew.
+ */
+TEST_F(smr_api, connect_unspec)
+{
+	struct sockaddr_storage la, unspec = { .ss_family = AF_UNSPEC };
+	int l = LISTENER(4, &la);
+	int cli = CONNECT(&la), srv, srv2, err;
+	char c;
+
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, xconnect(cli, &unspec, sizeof(sa_family_t)));
+	/* The disconnecting side reports the reset it sent, once. */
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_OUT, mask_now(_metadata, cli));
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(ECONNRESET, err);
+	ASSERT_MASK(EPOLLHUP | M_OUT, mask_now(_metadata, cli));
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLERR, SOON_MS));
+	EXPECT_EQ(-ECONNRESET, xrecv(srv, &c, 1, 0));
+	EXPECT_EQ(-1, getpeername(cli, SA(&unspec), &(socklen_t){ sizeof(unspec) }));
+	EXPECT_EQ(ENOTCONN, errno);
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv2 = xaccept(l, 0);
+	ASSERT_LE(0, srv2);
+	ASSERT_EQ(1, xsend(cli, "u", 1, 0));
+	EXPECT_EQ(1, recv_upto(srv2, &c, 1, SOON_MS));
+	EXPECT_EQ('u', c);
+}
+
+/*
+ * A blocking connect() bounded by SO_SNDTIMEO: the listener's accept queue
+ * is full (backlog 0 admits one), so the SYN is dropped and connect gives
+ * up with EINPROGRESS; the attempt goes on and completes once accept()
+ * makes room.
+ */
+TEST_F(smr_api, connect_timeout)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200 * 1000 };
+	struct sockaddr_storage la;
+	int l = LISTENER(0, &la);
+	int c1, c2, err;
+	long long t0, took;
+	struct tcp_info ti;
+
+	c1 = CONNECT(&la);
+	ASSERT_TRUE(wait_acceptq(l, 1));
+	c2 = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, setsockopt(c2, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	t0 = smr_now_ms();
+	EXPECT_EQ(-EINPROGRESS, xconnect(c2, &la, af_len(self->af)));
+	took = smr_now_ms() - t0;
+	EXPECT_LE(190, took);
+	EXPECT_GT(SOON_MS, took);
+	ASSERT_EQ(0, tcp_info_get(c2, &ti));
+	EXPECT_EQ(ST_SYN_SENT, ti.tcpi_state);
+	set_nonblock(c2, true);
+	EXPECT_EQ(-EALREADY, xconnect(c2, &la, af_len(self->af)));
+	/* Still connecting: nothing to read, nothing written yet. */
+	EXPECT_EQ(-EAGAIN, xrecv(c2, &(char){0}, 1, 0));
+
+	ASSERT_LE(0, xaccept(l, 0));
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, c2, EPOLLOUT, SOON_MS));
+	ASSERT_EQ(0, xgetint(c2, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0, xconnect(c2, &la, af_len(self->af)));
+	EXPECT_EQ(-EISCONN, xconnect(c2, &la, af_len(self->af)));
+	EXPECT_LE(0, xaccept(l, 0));
+	close(c1);
+}
+
+/* ================= poll / epoll ================= */
+
+TEST_F(smr_api, poll_fresh_and_listen)
+{
+	struct sockaddr_storage la;
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int l, cli;
+
+	ASSERT_MASK(EPOLLHUP | M_OUT, mask_now(_metadata, fd));
+	l = LISTENER(4, &la);
+	ASSERT_MASK(0, mask_now(_metadata, l));
+	cli = CONNECT(&la);
+	ASSERT_MASK(M_IN, mask_wait(_metadata, l, EPOLLIN, SOON_MS));
+	ASSERT_LE(0, xaccept(l, 0));
+	ASSERT_MASK(0, mask_now(_metadata, l));
+	close(cli);
+}
+
+TEST_F(smr_api, poll_connected)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+	ASSERT_MASK(M_OUT, mask_now(_metadata, srv));
+	ASSERT_EQ(3, xsend(cli, "abc", 3, 0));
+	ASSERT_MASK(M_IN | M_OUT, mask_wait(_metadata, srv, EPOLLIN, SOON_MS));
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+	ASSERT_EQ(3, xrecv(srv, buf, sizeof(buf), 0));
+	ASSERT_MASK(M_OUT, mask_now(_metadata, srv));
+}
+
+TEST_F(smr_api, poll_shutdown)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	/* Peer's SHUT_WR: readable EOF, still writable. */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	ASSERT_MASK(M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS));
+	/* Own SHUT_WR alone changes nothing visible. */
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+	/* Both directions shut: HUP. */
+	ASSERT_EQ(0, xshutdown(srv, SHUT_WR));
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLHUP, SOON_MS));
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, srv));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(cli, buf, sizeof(buf), 0));
+}
+
+TEST_F(smr_api, poll_shutdown_local)
+{
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	/* SHUT_RD is purely local. */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_RD));
+	ASSERT_MASK(M_RDHUP | M_OUT, mask_now(_metadata, cli));
+	ASSERT_MASK(M_OUT, mask_now(_metadata, srv));
+	/* SHUT_RDWR: every local direction closed is HUP. */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_RDWR));
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, cli));
+	ASSERT_MASK(M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS));
+}
+
+TEST_F(smr_api, poll_reset)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int cli, srv, err;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(srv);
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLERR, SOON_MS));
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(ECONNRESET, err);
+	/* Reading the error clears ERR, the rest stays. */
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, cli));
+}
+
+static int ep_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+	int n;
+
+	do {
+		n = epoll_wait(ep, ev, max, timeout);
+	} while (n < 0 && errno == EINTR);
+	return n;
+}
+
+TEST_F(smr_api, epoll_edge)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+	struct epoll_event out[4];
+	int cli, srv, ep, wep;
+	char c;
+
+	PAIR(&cli, &srv);
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+
+	/* One arrival, one event; nothing more until new data comes. */
+	ASSERT_EQ(1, xsend(cli, "a", 1, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+	EXPECT_EQ(EPOLLIN, out[0].events);
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+
+	ASSERT_EQ(1, xsend(cli, "b", 1, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+	EXPECT_EQ(EPOLLIN, out[0].events);
+	/* Reading part of the data is no new edge. */
+	ASSERT_EQ(1, xrecv(srv, &c, 1, 0));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+
+	/* The FIN is an edge of its own. */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+	EXPECT_EQ(EPOLLIN | EPOLLRDHUP, out[0].events);
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+
+	/* Writable edge: reported once, and ACKs of our data are no edge. */
+	wep = epoll_create1(0);
+	ASSERT_LE(0, wep);
+	ev.events = EPOLLOUT | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(wep, EPOLL_CTL_ADD, srv, &ev));
+	ASSERT_EQ(1, ep_wait(wep, out, 4, SOON_MS));
+	EXPECT_EQ(EPOLLOUT, out[0].events);
+	EXPECT_EQ(0, ep_wait(wep, out, 4, 0));
+	ASSERT_EQ(1, xsend(srv, "z", 1, 0));
+	ASSERT_EQ(1, recv_upto(cli, &c, 1, SOON_MS));
+	EXPECT_EQ(0, ep_wait(wep, out, 4, 50));
+}
+
+TEST_F(smr_api, epoll_level)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event out[4];
+	int cli, srv, ep;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+	EXPECT_EQ(EPOLLIN, out[0].events);
+	/* Level-triggered: reported again while data waits. */
+	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, xrecv(srv, buf, 1, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, xrecv(srv, buf, 1, 0));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	/* EPOLLONESHOT: once, then disarmed until re-armed. */
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_MOD, srv, &ev));
+	ASSERT_EQ(1, xsend(cli, "c", 1, 0));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_MOD, srv, &ev));
+	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+}
+
+/* ================= send / recv ================= */
+
+TEST_F(smr_api, recv_peek)
+{
+	int cli, srv;
+	char buf[32];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(11, xsend(cli, "hello world", 11, 0));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(5, xrecv(srv, buf, 5, MSG_PEEK));
+	EXPECT_STREQ("hello", buf);
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(11, xrecv(srv, buf, sizeof(buf), MSG_PEEK));
+	EXPECT_STREQ("hello world", buf);
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(11, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_STREQ("hello world", buf);
+	EXPECT_EQ(-EAGAIN, xrecv(srv, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT));
+	/* A peek at EOF is EOF, and does not consume it. */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS);
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), MSG_PEEK));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+}
+
+TEST_F(smr_api, recv_dontwait)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	EXPECT_EQ(0, fd_flags(srv) & O_NONBLOCK);
+	EXPECT_EQ(-EAGAIN, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, buf, 0, MSG_DONTWAIT));
+	ASSERT_EQ(1, xsend(cli, "x", 1, MSG_DONTWAIT));
+	ASSERT_EQ(1, recv_upto(srv, buf, 1, SOON_MS));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+}
+
+/*
+ * Small buffers, a reader that does not read: MSG_DONTWAIT sends end in
+ * EAGAIN, the sender is neither readable nor writable, and writability
+ * comes back once the reader drains, with every byte intact.
+ */
+TEST_F(smr_api, send_fill_and_drain)
+{
+	struct sockaddr_storage la;
+	int l, cli, srv;
+	long long total;
+
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+
+	total = fill_until_blocked(cli, 7);
+	ASSERT_LT(0, total);
+	EXPECT_GT(4 << 20, total) TH_LOG("%lld bytes queued", total);
+	EXPECT_EQ(-EAGAIN, xsend(cli, "x", 1, MSG_DONTWAIT));
+	ASSERT_MASK(0, mask_now(_metadata, cli));
+	drain_check(_metadata, srv, total, 7);
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, cli, EPOLLOUT, SOON_MS));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, &(char){0}, 1, MSG_DONTWAIT));
+}
+
+/* Four 1000-byte pieces 20 ms apart, a 100-byte tail, then EOF. */
+static void __attribute__((noreturn)) child_slow_writer(int fd)
+{
+	char chunk[1000];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		smr_pattern_fill(chunk, sizeof(chunk), 3, i * 1000);
+		CHILD_CHECK(send_all(fd, chunk, sizeof(chunk)) == 0, "send");
+		usleep(20 * 1000);
+	}
+	smr_pattern_fill(chunk, 100, 3, 4000);
+	CHILD_CHECK(send_all(fd, chunk, 100) == 0, "send");
+	close(fd);
+	_exit(0);
+}
+
+TEST_F(smr_api, recv_waitall)
+{
+	static char buf[4096];
+	int cli, srv;
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(srv);
+		child_slow_writer(cli);
+	}
+	close(cli);
+	ASSERT_EQ(4000, xrecv(srv, buf, 4000, MSG_WAITALL));
+	EXPECT_EQ(4000, smr_pattern_check(buf, 4000, 3, 0));
+	ASSERT_EQ(100, xrecv(srv, buf, sizeof(buf), MSG_WAITALL));
+	EXPECT_EQ(100, smr_pattern_check(buf, 100, 3, 4000));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), MSG_WAITALL));
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+static volatile sig_atomic_t sigpipe_count;
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	sigpipe_count++;
+}
+
+TEST_F(smr_api, sigpipe)
+{
+	struct sigaction sa = { .sa_handler = on_sigpipe };
+	struct iovec iov = { .iov_base = "x", .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int cli, srv;
+
+	ASSERT_EQ(0, sigaction(SIGPIPE, &sa, NULL));
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	sigpipe_count = 0;
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, MSG_NOSIGNAL));
+	EXPECT_EQ(0, sigpipe_count);
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+	EXPECT_EQ(1, sigpipe_count);
+	EXPECT_EQ(-1, write(cli, "x", 1));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ(2, sigpipe_count);
+	EXPECT_EQ(-1, sendmsg(cli, &msg, 0));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ(3, sigpipe_count);
+	EXPECT_EQ(-1, sendmsg(cli, &msg, MSG_NOSIGNAL));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ(3, sigpipe_count);
+	/* The other direction still works. */
+	ASSERT_EQ(1, xsend(srv, "y", 1, 0));
+	EXPECT_EQ(1, recv_upto(cli, &(char){0}, 1, SOON_MS));
+}
+
+/*
+ * Writing to a peer that has closed: the first send is accepted, the peer
+ * answers with RST, the next send reports ECONNRESET, later ones EPIPE.
+ */
+TEST_F(smr_api, send_after_peer_close)
+{
+	int cli, srv;
+	char c;
+
+	PAIR(&cli, &srv);
+	close(srv);
+	ASSERT_MASK(M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLRDHUP, SOON_MS));
+	EXPECT_EQ(0, xrecv(cli, &c, 1, 0));
+	ASSERT_EQ(1, xsend(cli, "x", 1, 0));
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLERR, SOON_MS));
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+	EXPECT_EQ(0, xrecv(cli, &c, 1, 0));
+}
+
+/*
+ * Corking (MSG_MORE, TCP_CORK) holds a partial segment back. The hold is
+ * only checked when the check ran well within TCP's ~200 ms probe timer,
+ * which would otherwise push the data out.
+ */
+static void check_held(META, int srv, long long t_send)
+{
+	int n = poll(&(struct pollfd){ .fd = srv, .events = POLLIN }, 1, 20);
+
+	if (smr_now_ms() - t_send < 150) {
+		EXPECT_EQ(0, n) TH_LOG("corked data was sent at once");
+	} else {
+		TH_LOG("too slow to check that corked data is held");
+	}
+}
+
+/*
+ * Receive the 4 corked bytes; if the cork was released in time they left
+ * as one segment and one read returns them all.
+ */
+static void recv_corked(META, int srv, bool in_time)
+{
+	char buf[16] = "";
+
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	if (in_time) {
+		EXPECT_EQ(4, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+	} else {
+		EXPECT_EQ(4, recv_upto(srv, buf, 4, SOON_MS));
+	}
+	EXPECT_STREQ("abcd", buf);
+}
+
+TEST_F(smr_api, send_more)
+{
+	int cli, srv;
+	long long t0;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_NODELAY, 1));
+	t0 = smr_now_ms();
+	ASSERT_EQ(2, xsend(cli, "ab", 2, MSG_MORE));
+	check_held(_metadata, srv, t0);
+	ASSERT_EQ(2, xsend(cli, "cd", 2, 0));
+	recv_corked(_metadata, srv, smr_now_ms() - t0 < 150);
+}
+
+TEST_F(smr_api, tcp_cork)
+{
+	int cli, srv, v;
+	long long t0;
+	bool in_time;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_CORK, 1));
+	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
+	EXPECT_EQ(1, v);
+	t0 = smr_now_ms();
+	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
+	check_held(_metadata, srv, t0);
+	ASSERT_EQ(2, xsend(cli, "cd", 2, 0));
+	check_held(_metadata, srv, t0);
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_CORK, 0));
+	in_time = smr_now_ms() - t0 < 150;
+	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
+	EXPECT_EQ(0, v);
+	recv_corked(_metadata, srv, in_time);
+}
+
+/* Linux TCP: MSG_TRUNC discards the bytes and returns their count. */
+TEST_F(smr_api, recv_trunc)
+{
+	unsigned char data[10], buf[16];
+	int cli, srv;
+	size_t i;
+
+	PAIR(&cli, &srv);
+	smr_pattern_fill(data, sizeof(data), 11, 0);
+	ASSERT_EQ(10, xsend(cli, data, 10, 0));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	memset(buf, 0xee, sizeof(buf));
+	ASSERT_EQ(4, xrecv(srv, buf, 4, MSG_TRUNC));
+	for (i = 0; i < sizeof(buf); i++)
+		EXPECT_EQ(0xee, buf[i]);
+	ASSERT_EQ(2, xrecv(srv, NULL, 2, MSG_TRUNC));
+	ASSERT_EQ(4, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, memcmp(buf, data + 6, 4));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, NULL, 3, MSG_TRUNC | MSG_DONTWAIT));
+}
+
+TEST_F(smr_api, readv_writev)
+{
+	struct iovec wv[3] = {
+		{ .iov_base = "abc", .iov_len = 3 },
+		{ .iov_base = "", .iov_len = 0 },
+		{ .iov_base = "defgh", .iov_len = 5 },
+	};
+	char r1[3], r2[10], name[sizeof(struct sockaddr_storage)];
+	struct iovec rv[2] = {
+		{ .iov_base = r1, .iov_len = sizeof(r1) },
+		{ .iov_base = r2, .iov_len = sizeof(r2) },
+	};
+	struct msghdr msg = { 0 };
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(8, writev(cli, wv, 3));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	memset(r2, 0, sizeof(r2));
+	ASSERT_EQ(8, readv(srv, rv, 2));
+	EXPECT_EQ(0, memcmp(r1, "abc", 3));
+	EXPECT_STREQ("defgh", r2);
+
+	/* sendmsg/recvmsg: no address on a stream, flags clear. */
+	msg.msg_iov = wv;
+	msg.msg_iovlen = 3;
+	ASSERT_EQ(8, sendmsg(cli, &msg, 0));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	memset(&msg, 0, sizeof(msg));
+	memset(r2, 0, sizeof(r2));
+	msg.msg_iov = rv;
+	msg.msg_iovlen = 2;
+	msg.msg_name = name;
+	msg.msg_namelen = sizeof(name);
+	msg.msg_flags = -1;
+	ASSERT_EQ(8, recvmsg(srv, &msg, 0));
+	EXPECT_EQ(0, msg.msg_namelen);
+	EXPECT_EQ(0, msg.msg_flags);
+	EXPECT_EQ(0, memcmp(r1, "abc", 3));
+	EXPECT_STREQ("defgh", r2);
+	/* An empty write is a no-op that succeeds. */
+	EXPECT_EQ(0, xsend(cli, "", 0, 0));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, r1, 1, MSG_DONTWAIT));
+}
+
+#define BIG_LEN		(4u << 20)
+
+/* 4 MiB from a forked writer in odd-sized pieces, checked byte by byte. */
+TEST_F(smr_api, large_transfer)
+{
+	static const size_t sizes[] = { 1, 7, 1000, 1448, 4096, 65536, 13,
+					32768, 100000, 3, 9000, 262144 };
+	uint64_t sum = SMR_FNV1A_INIT, child_sum;
+	static char buf[65536];
+	int cli, srv;
+	uint64_t got = 0;
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		static char out[262144];
+		uint64_t off = 0, h = SMR_FNV1A_INIT, peer;
+		unsigned int i = 0;
+
+		close(srv);
+		while (off < BIG_LEN) {
+			size_t n = sizes[i++ % ARRAY_SIZE(sizes)];
+
+			if (n > BIG_LEN - off)
+				n = BIG_LEN - off;
+			smr_pattern_fill(out, n, 42, off);
+			h = smr_fnv1a(h, out, n);
+			CHILD_CHECK(send_all(cli, out, n) == 0, "send at %llu",
+				    (unsigned long long)off);
+			off += n;
+		}
+		CHILD_CHECK(shutdown(cli, SHUT_WR) == 0, "shutdown");
+		CHILD_CHECK(recv_upto(cli, &peer, sizeof(peer), 20000) ==
+			    sizeof(peer), "checksum reply");
+		CHILD_CHECK(peer == h, "checksum %llx, reader saw %llx",
+			    (unsigned long long)h, (unsigned long long)peer);
+		_exit(0);
+	}
+	close(cli);
+	for (;;) {
+		ssize_t n = recv_upto(srv, buf, sizeof(buf), 20000);
+
+		ASSERT_LE(0, n) TH_LOG("recv: %s", strerror(-n));
+		if (n == 0)
+			break;
+		ASSERT_EQ((size_t)n, smr_pattern_check(buf, n, 42, got))
+			TH_LOG("corrupt near offset %llu", (unsigned long long)got);
+		sum = smr_fnv1a(sum, buf, n);
+		got += n;
+		ASSERT_GE(BIG_LEN, got);
+	}
+	EXPECT_EQ(BIG_LEN, got);
+	child_sum = sum;
+	ASSERT_EQ(0, send_all(srv, &child_sum, sizeof(child_sum)));
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+TEST_F(smr_api, recv_eof)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(1, xsend(cli, "x", 1, 0));
+	close(cli);
+	ASSERT_MASK(M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS));
+	/* Data before the FIN is delivered first; then EOF, repeatably. */
+	EXPECT_EQ(1, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+	EXPECT_EQ(0, read(srv, buf, sizeof(buf)));
+	ASSERT_MASK(M_RDHUP | M_OUT, mask_now(_metadata, srv));
+}
+
+/* ================= shutdown ================= */
+
+TEST_F(smr_api, shutdown_wr)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+	/* Shutting down again is harmless while the connection lives. */
+	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
+	EXPECT_EQ(0, recv_upto(srv, buf, 1, SOON_MS));
+	/* Half-closed: the other direction carries on. */
+	ASSERT_EQ(4, xsend(srv, "pong", 4, 0));
+	ASSERT_EQ(4, recv_upto(cli, buf, 4, SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, "pong", 4));
+	ASSERT_EQ(0, xshutdown(srv, SHUT_WR));
+	EXPECT_EQ(0, recv_upto(cli, buf, 1, SOON_MS));
+	EXPECT_EQ(-EPIPE, xsend(srv, "x", 1, 0));
+	/* Once both FINs are acknowledged the connection is closed. */
+	EXPECT_TRUE(wait_tcp_state(srv, ST_CLOSE));
+	EXPECT_TRUE(wait_tcp_state(cli, ST_CLOSE));
+	EXPECT_EQ(-ENOTCONN, xshutdown(cli, SHUT_WR));
+	EXPECT_EQ(-ENOTCONN, xshutdown(srv, SHUT_RDWR));
+}
+
+TEST_F(smr_api, shutdown_rd)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(3, xsend(cli, "abc", 3, 0));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	ASSERT_EQ(0, xshutdown(srv, SHUT_RD));
+	/* Queued data is still handed out, then EOF without blocking. */
+	EXPECT_EQ(3, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	/* The peer is not told; SHUT_RD only affects the local side. */
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+	ASSERT_EQ(2, xsend(srv, "ok", 2, 0));
+	EXPECT_EQ(2, recv_upto(cli, buf, 2, SOON_MS));
+	/* Linux still queues data arriving after SHUT_RD. */
+	ASSERT_EQ(2, xsend(cli, "de", 2, 0));
+	usleep(20 * 1000);
+	EXPECT_EQ(2, recv_upto(srv, buf, sizeof(buf), 200));
+	EXPECT_EQ(0, memcmp(buf, "de", 2));
+}
+
+/*
+ * SHUT_RDWR, then the peer writes anyway: the shut side aborts with RST
+ * (data after its receive side closed) and reports ECONNRESET; the peer, in
+ * CLOSE_WAIT, gets EPIPE as its socket error while reads stay at EOF.
+ */
+TEST_F(smr_api, shutdown_rdwr)
+{
+	int cli, srv, err;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xshutdown(cli, SHUT_RDWR));
+	EXPECT_EQ(0, xrecv(cli, buf, sizeof(buf), 0));
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+	EXPECT_EQ(0, recv_upto(srv, buf, 1, SOON_MS));
+	ASSERT_EQ(1, xsend(srv, "x", 1, 0));
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLERR, SOON_MS));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(EPIPE, err);
+	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, srv));
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLERR, SOON_MS));
+	EXPECT_EQ(-ECONNRESET, xrecv(cli, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(cli, buf, sizeof(buf), 0));
+}
+
+TEST_F(smr_api, shutdown_unconnected)
+{
+	struct sockaddr_storage la;
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int l, cli;
+
+	EXPECT_EQ(-EINVAL, xshutdown(fd, 3));
+	EXPECT_EQ(-EINVAL, xshutdown(fd, -1));
+	EXPECT_EQ(-ENOTCONN, xshutdown(fd, SHUT_RDWR));
+	EXPECT_EQ(-ENOTCONN, xshutdown(fd, SHUT_WR));
+
+	/* On a listener SHUT_WR does nothing... */
+	l = LISTENER(4, &la);
+	EXPECT_EQ(0, xshutdown(l, SHUT_WR));
+	cli = CONNECT(&la);
+	EXPECT_LE(0, xaccept(l, 0));
+	close(cli);
+	/* ...while SHUT_RD stops it listening: accept() fails, SYNs get RST. */
+	EXPECT_EQ(0, xshutdown(l, SHUT_RD));
+	EXPECT_EQ(-EINVAL, xaccept_nb(l));
+	cli = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(-ECONNREFUSED, xconnect(cli, &la, af_len(self->af)));
+}
+
+/* shutdown(SHUT_RD) on a listener wakes a thread blocked in accept(). */
+TEST_F(smr_api, shutdown_wakes_accept)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(4, &la);
+	long long t0 = smr_now_ms();
+	pid_t pid;
+	int ret;
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		usleep(100 * 1000);
+		CHILD_CHECK(shutdown(l, SHUT_RDWR) == 0, "shutdown: %m");
+		_exit(0);
+	}
+	ret = xaccept(l, 0);
+	EXPECT_EQ(-EINVAL, ret);
+	EXPECT_LE(100, smr_now_ms() - t0);
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+/* ================= urgent data ================= */
+
+TEST_F(smr_api, urgent_data)
+{
+	int cli, srv, mark, v;
+	char buf[8], c;
+
+	PAIR(&cli, &srv);
+	EXPECT_EQ(-EINVAL, xrecv(srv, &c, 1, MSG_OOB));
+	ASSERT_EQ(0, xioctl_int(srv, SIOCATMARK, &mark));
+	EXPECT_EQ(0, mark);
+	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
+	ASSERT_EQ(1, xsend(cli, "U", 1, MSG_OOB));
+	ASSERT_MASK(EPOLLPRI | M_IN | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLPRI | EPOLLIN, SOON_MS));
+	ASSERT_EQ(0, xioctl_int(srv, SIOCATMARK, &mark));
+	EXPECT_EQ(0, mark);
+	/* The normal read stops at the mark. */
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(2, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_STREQ("ab", buf);
+	ASSERT_EQ(0, xioctl_int(srv, SIOCATMARK, &mark));
+	EXPECT_EQ(1, mark);
+	ASSERT_EQ(1, xrecv(srv, &c, 1, MSG_OOB | MSG_PEEK));
+	EXPECT_EQ('U', c);
+	c = 0;
+	ASSERT_EQ(1, xrecv(srv, &c, 1, MSG_OOB));
+	EXPECT_EQ('U', c);
+	EXPECT_EQ(-EINVAL, xrecv(srv, &c, 1, MSG_OOB));
+	/* Not inline: the urgent byte is not in the stream. */
+	ASSERT_EQ(1, xsend(cli, "z", 1, 0));
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(1, recv_upto(srv, buf, 1, SOON_MS));
+	EXPECT_STREQ("z", buf);
+
+	/* SO_OOBINLINE: the byte stays in the stream. */
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_OOBINLINE, 1));
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_OOBINLINE, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(1, xsend(cli, "V", 1, MSG_OOB));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	EXPECT_EQ(-EINVAL, xrecv(srv, &c, 1, MSG_OOB));
+	EXPECT_EQ(1, recv_upto(srv, buf, 1, SOON_MS));
+	EXPECT_EQ('V', buf[0]);
+}
+
+/* ================= close ================= */
+
+TEST_F(smr_api, close_unread_rst)
+{
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(4, xsend(cli, "data", 4, 0));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	close(srv);	/* unread data: RST instead of FIN */
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, cli, EPOLLERR, SOON_MS));
+	EXPECT_EQ(-ECONNRESET, xrecv(cli, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(cli, buf, sizeof(buf), 0));
+	EXPECT_EQ(-EPIPE, xsend(cli, "x", 1, 0));
+}
+
+TEST_F(smr_api, linger_abort)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	int cli, srv;
+	char buf[8];
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, getsockname(cli, SA(&me), &len));
+	ASSERT_EQ(0, setsockopt(cli, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	ASSERT_EQ(3, xsend(cli, "abc", 3, 0));
+	close(cli);
+	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLERR, SOON_MS));
+	/* Data that arrived before the RST is still read, then the error. */
+	EXPECT_EQ(3, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, memcmp(buf, "abc", 3));
+	EXPECT_EQ(-ECONNRESET, xrecv(srv, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	/* An abortive close leaves no TIME_WAIT behind. */
+	EXPECT_FALSE(smr_tcp_port_in_state(self->af == AF_INET6,
+					   ss_port(&me), ST_TIME_WAIT));
+}
+
+TEST_F(smr_api, linger_graceful)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 3 };
+	static char data[16384], buf[16384];
+	int cli, srv;
+	long long t0, took;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, setsockopt(cli, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	smr_pattern_fill(data, sizeof(data), 5, 0);
+	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
+	t0 = smr_now_ms();
+	EXPECT_EQ(0, close(cli));
+	took = smr_now_ms() - t0;
+	EXPECT_GT(2500, took) TH_LOG("close lingered %lld ms", took);
+	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	EXPECT_EQ(sizeof(buf), smr_pattern_check(buf, sizeof(buf), 5, 0));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
+	ASSERT_MASK(M_RDHUP | M_OUT, mask_now(_metadata, srv));
+}
+
+/* ================= socket options ================= */
+
+TEST_F(smr_api, opt_nodelay)
+{
+	int fd = NEW_SOCK(SOCK_STREAM), v, cli, srv;
+
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 1));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 7));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 0));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(0, v);
+	/* Too short an option is refused. */
+	EXPECT_EQ(-1, setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, "", 1));
+	EXPECT_EQ(EINVAL, errno);
+	/* Unknown TCP option. */
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, IPPROTO_TCP, 999, 1));
+	/* Survives into the connection, both ways. */
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_NODELAY, 1));
+	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xgetint(srv, IPPROTO_TCP, TCP_NODELAY, &v));
+	EXPECT_EQ(0, v);
+}
+
+TEST_F(smr_api, opt_keepalive)
+{
+	long long idle, intvl, cnt;
+	int fd = NEW_SOCK(SOCK_STREAM), v;
+
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_keepalive_time",
+				     0, &idle));
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_keepalive_intvl",
+				     0, &intvl));
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_keepalive_probes",
+				     0, &cnt));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
+	EXPECT_EQ(idle, v);
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v));
+	EXPECT_EQ(intvl, v);
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPCNT, &v));
+	EXPECT_EQ(cnt, v);
+
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 1));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
+	EXPECT_EQ(30, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v));
+	EXPECT_EQ(5, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 3));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPCNT, &v));
+	EXPECT_EQ(3, v);
+
+	/* Out of range values. */
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 0));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 32768));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 0));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 32768));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 0));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 128));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
+	EXPECT_EQ(30, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 0));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
+	EXPECT_EQ(0, v);
+}
+
+/* Keepalive probes really go out on an idle connection (idle 1 s). */
+TEST_F(smr_api, keepalive_probe)
+{
+	struct tcp_info ti;
+	unsigned int segs0, segs_in0;
+	long long t0, deadline;
+	int cli, srv, err;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_KEEPIDLE, 1));
+	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_KEEPINTVL, 1));
+	ASSERT_EQ(0, tcp_info_get(cli, &ti));
+	segs0 = ti.tcpi_segs_out;
+	ASSERT_EQ(0, tcp_info_get(srv, &ti));
+	segs_in0 = ti.tcpi_segs_in;
+	t0 = smr_now_ms();
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_KEEPALIVE, 1));
+	deadline = t0 + 3 * SOON_MS;
+	do {
+		poll(NULL, 0, 50);
+		ASSERT_EQ(0, tcp_info_get(cli, &ti));
+	} while (ti.tcpi_segs_out == segs0 && smr_now_ms() < deadline);
+	EXPECT_LT(segs0, ti.tcpi_segs_out) TH_LOG("no keepalive probe");
+	EXPECT_LE(500, smr_now_ms() - t0);
+	ASSERT_EQ(0, tcp_info_get(srv, &ti));
+	EXPECT_LT(segs_in0, ti.tcpi_segs_in);
+	/* The peer answered, the connection is fine. */
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(0, err);
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+}
+
+/*
+ * Buffer sizes: TCP doubles what is set and clamps to limits that depend on
+ * sysctls, so SMR is compared against a plain TCP socket of the same family
+ * as well as against the fixed doubling rule.
+ */
+TEST_F(smr_api, opt_bufsizes)
+{
+	static const int vals[] = { 65536, 1, 100000, 1 << 30 };
+	int fd = NEW_SOCK(SOCK_STREAM);
+	int ref = socket(self->af, SOCK_STREAM, IPPROTO_TCP);
+	struct sockaddr_storage la;
+	int v, r, l, cli, srv;
+	unsigned int i;
+
+	ASSERT_LE(0, ref);
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_RCVBUF, &v));
+	ASSERT_EQ(0, xgetint(ref, SOL_SOCKET, SO_RCVBUF, &r));
+	EXPECT_EQ(r, v);
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_SNDBUF, &v));
+	ASSERT_EQ(0, xgetint(ref, SOL_SOCKET, SO_SNDBUF, &r));
+	EXPECT_EQ(r, v);
+
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_RCVBUF, 65536));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_RCVBUF, &v));
+	EXPECT_EQ(131072, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_SNDBUF, 65536));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_SNDBUF, &v));
+	EXPECT_EQ(131072, v);
+
+	for (i = 0; i < ARRAY_SIZE(vals); i++) {
+		ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_RCVBUF, vals[i]));
+		ASSERT_EQ(0, xsetint(ref, SOL_SOCKET, SO_RCVBUF, vals[i]));
+		ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_RCVBUF, &v));
+		ASSERT_EQ(0, xgetint(ref, SOL_SOCKET, SO_RCVBUF, &r));
+		EXPECT_EQ(r, v) TH_LOG("SO_RCVBUF %d", vals[i]);
+		ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_SNDBUF, vals[i]));
+		ASSERT_EQ(0, xsetint(ref, SOL_SOCKET, SO_SNDBUF, vals[i]));
+		ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_SNDBUF, &v));
+		ASSERT_EQ(0, xgetint(ref, SOL_SOCKET, SO_SNDBUF, &r));
+		EXPECT_EQ(r, v) TH_LOG("SO_SNDBUF %d", vals[i]);
+	}
+	close(fd);
+
+	/* A listener's sizes are inherited by accepted sockets. */
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 20000));
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_SNDBUF, 30000));
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_RCVBUF, &v));
+	EXPECT_EQ(40000, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_SNDBUF, &v));
+	EXPECT_EQ(60000, v);
+	close(cli);
+}
+
+TEST_F(smr_api, opt_reuse)
+{
+	int fd = NEW_SOCK(SOCK_STREAM), v;
+
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 0));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEPORT, 1));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEPORT, 0));
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
+	EXPECT_EQ(0, v);
+}
+
+TEST_F(smr_api, opt_rcvtimeo)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 }, got;
+	struct sockaddr_storage la;
+	socklen_t len = sizeof(got);
+	int cli, srv, l;
+	long long t0, took;
+	char c;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, getsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	EXPECT_EQ(0, got.tv_sec);
+	EXPECT_EQ(0, got.tv_usec);
+	ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	len = sizeof(got);
+	ASSERT_EQ(0, getsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	EXPECT_EQ(sizeof(got), len);
+	EXPECT_EQ(0, got.tv_sec);
+	EXPECT_EQ(100000, got.tv_usec);
+	t0 = smr_now_ms();
+	EXPECT_EQ(-EAGAIN, xrecv(srv, &c, 1, 0));
+	took = smr_now_ms() - t0;
+	EXPECT_LE(90, took);
+	EXPECT_GT(SOON_MS, took);
+	/* Data ends the wait early. */
+	ASSERT_EQ(1, xsend(cli, "d", 1, 0));
+	EXPECT_EQ(1, xrecv(srv, &c, 1, 0));
+
+	/* Bad values. */
+	tv.tv_usec = 1000000;
+	EXPECT_EQ(-1, setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	EXPECT_EQ(EDOM, errno);
+	EXPECT_EQ(-1, setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv, 4));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* accept() honours it as well. */
+	l = LISTENER(4, &la);
+	tv.tv_usec = 100000;
+	ASSERT_EQ(0, setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	t0 = smr_now_ms();
+	EXPECT_EQ(-EAGAIN, xaccept(l, 0));
+	took = smr_now_ms() - t0;
+	EXPECT_LE(90, took);
+	EXPECT_GT(SOON_MS, took);
+}
+
+TEST_F(smr_api, opt_sndtimeo)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 }, got;
+	struct sockaddr_storage la;
+	socklen_t len = sizeof(got);
+	int l, cli, srv, i;
+	long long t0 = 0, took = 0, total;
+	ssize_t n = 0;
+	char buf[1024];
+
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, setsockopt(cli, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(0, getsockopt(cli, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
+	EXPECT_EQ(100000, got.tv_usec);
+
+	total = fill_until_blocked(cli, 9);
+	ASSERT_LT(0, total);
+	/* Blocking sends now wait out the timeout and fail with EAGAIN. */
+	for (i = 0; i < 1000; i++) {
+		smr_pattern_fill(buf, sizeof(buf), 9, total);
+		t0 = smr_now_ms();
+		n = xsend(cli, buf, sizeof(buf), 0);
+		took = smr_now_ms() - t0;
+		if (n < 0)
+			break;
+		total += n;
+	}
+	EXPECT_EQ(-EAGAIN, n);
+	EXPECT_LE(90, took);
+	EXPECT_GT(SOON_MS, took);
+	drain_check(_metadata, srv, total, 9);
+}
+
+TEST_F(smr_api, opt_linger)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 5 }, got;
+	int fd = NEW_SOCK(SOCK_STREAM);
+	socklen_t len = sizeof(got);
+
+	memset(&got, 0xff, sizeof(got));
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len));
+	EXPECT_EQ(sizeof(got), len);
+	EXPECT_EQ(0, got.l_onoff);
+	EXPECT_EQ(0, got.l_linger);
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	len = sizeof(got);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len));
+	EXPECT_EQ(1, got.l_onoff);
+	EXPECT_EQ(5, got.l_linger);
+	EXPECT_EQ(-1, setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(int)));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(smr_api, opt_v6only)
+{
+	struct sockaddr_storage ss;
+	long long dflt;
+	int fd = NEW_SOCK(SOCK_STREAM), v;
+
+	if (self->af == AF_INET) {
+		EXPECT_EQ(tcp_unknown_level_get_err(AF_INET),
+			  xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
+		EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+		/* While IPv4-level options work. */
+		ASSERT_EQ(0, xsetint(fd, IPPROTO_IP, IP_TOS, 0x10));
+		ASSERT_EQ(0, xgetint(fd, IPPROTO_IP, IP_TOS, &v));
+		EXPECT_EQ(0x10, v);
+		return;
+	}
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv6/bindv6only", 0,
+				     &dflt));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
+	EXPECT_EQ(dflt, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
+	EXPECT_EQ(0, v);
+	/* Fixed once bound. */
+	self_addr(self, AF_INET6, 0, &ss);
+	ASSERT_EQ(0, xbind(fd, &ss, af_len(AF_INET6)));
+	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_TCLASS, 0x20));
+	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_TCLASS, &v));
+	EXPECT_EQ(0x20, v);
+}
+
+TEST_F(smr_api, opt_tcp_info)
+{
+	struct sockaddr_storage la;
+	struct tcp_info ti, ref_ti;
+	socklen_t len, ref_len;
+	static char data[1000], buf[1000];
+	int fd, l, cli, srv, ref;
+	long long deadline;
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, tcp_info_get(fd, &ti));
+	EXPECT_EQ(ST_CLOSE, ti.tcpi_state);
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, tcp_info_get(l, &ti));
+	EXPECT_EQ(ST_LISTEN, ti.tcpi_state);
+
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	smr_pattern_fill(data, sizeof(data), 1, 0);
+	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
+	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+
+	/* The reply length is the kernel's struct size, as for plain TCP. */
+	ref = socket(self->af, SOCK_STREAM, IPPROTO_TCP);
+	ASSERT_LE(0, ref);
+	ref_len = sizeof(ref_ti);
+	ASSERT_EQ(0, getsockopt(ref, IPPROTO_TCP, TCP_INFO, &ref_ti, &ref_len));
+	len = sizeof(ti);
+	ASSERT_EQ(0, getsockopt(srv, IPPROTO_TCP, TCP_INFO, &ti, &len));
+	EXPECT_EQ(ref_len, len);
+	EXPECT_EQ(ST_ESTABLISHED, ti.tcpi_state);
+	EXPECT_LT(0, ti.tcpi_rcv_mss);
+	EXPECT_LT(0, ti.tcpi_snd_mss);
+	/*
+	 * TCP_INFO describes the TCP connection itself: on SMR it also carries
+	 * the handshake, whose size SMR_INFO reports.
+	 */
+	EXPECT_EQ(sizeof(data) + hs_bytes(srv, false), ti.tcpi_bytes_received);
+	EXPECT_LT(0, ti.tcpi_segs_in);
+
+	ASSERT_EQ(0, tcp_info_get(cli, &ti));
+	EXPECT_EQ(ST_ESTABLISHED, ti.tcpi_state);
+	EXPECT_LT(0, ti.tcpi_rtt);
+	EXPECT_LT(0, ti.tcpi_snd_cwnd);
+	EXPECT_LT(0, ti.tcpi_segs_out);
+	EXPECT_EQ(sizeof(data) + hs_bytes(cli, true), ti.tcpi_bytes_sent);
+	/* Every byte is acknowledged soon. */
+	deadline = smr_now_ms() + SOON_MS;
+	while (ti.tcpi_bytes_acked <= sizeof(data) + hs_bytes(cli, true) &&
+	       smr_now_ms() < deadline) {
+		usleep(2000);
+		tcp_info_get(cli, &ti);
+	}
+	/* + the SYN */
+	EXPECT_EQ(sizeof(data) + hs_bytes(cli, true) + 1, ti.tcpi_bytes_acked);
+	EXPECT_EQ(0, ti.tcpi_unacked);
+	EXPECT_EQ(0, ti.tcpi_retransmits);
+}
+
+/* Versioned replies are truncated to optlen, which reports the length. */
+TEST_F(smr_api, opt_info_optlen)
+{
+	unsigned char buf[1024];
+	socklen_t len;
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	memset(buf, 0xcc, sizeof(buf));
+	len = 8;
+	ASSERT_EQ(0, getsockopt(cli, IPPROTO_TCP, TCP_INFO, buf, &len));
+	EXPECT_EQ(8, len);
+	EXPECT_EQ(ST_ESTABLISHED, buf[0]);
+	EXPECT_EQ(0xcc, buf[8]);
+	len = 0;
+	ASSERT_EQ(0, getsockopt(cli, IPPROTO_TCP, TCP_INFO, buf, &len));
+	EXPECT_EQ(0, len);
+	len = sizeof(buf);
+	ASSERT_EQ(0, getsockopt(cli, IPPROTO_TCP, TCP_INFO, buf, &len));
+	EXPECT_GT(sizeof(buf), len);
+	EXPECT_LE(sizeof(struct tcp_info), len);
+	/* TCP_INFO is read-only. */
+	EXPECT_EQ(-1, setsockopt(cli, IPPROTO_TCP, TCP_INFO, buf, 8));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+}
+
+TEST_F(smr_api, opt_misc)
+{
+	struct sockaddr_storage la;
+	int fd = NEW_SOCK(SOCK_STREAM), l, cli, srv, v;
+
+	l = LISTENER(4, &la);
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_TYPE, &v));
+	EXPECT_EQ(SOCK_STREAM, v);
+	ASSERT_EQ(0, xgetint(l, SOL_SOCKET, SO_TYPE, &v));
+	EXPECT_EQ(SOCK_STREAM, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_TYPE, &v));
+	EXPECT_EQ(SOCK_STREAM, v);
+
+	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ACCEPTCONN, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xgetint(l, SOL_SOCKET, SO_ACCEPTCONN, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ACCEPTCONN, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ACCEPTCONN, &v));
+	EXPECT_EQ(0, v);
+
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &v));
+	EXPECT_EQ(0, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ERROR, &v));
+	EXPECT_EQ(0, v);
+	/* Read-only options. */
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, SO_TYPE, 1));
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, SO_ERROR, 0));
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, SO_ACCEPTCONN, 1));
+	/* Unknown levels and names. */
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, 12345, 1));
+	EXPECT_EQ(-ENOPROTOOPT, xgetint(fd, IPPROTO_TCP, 999, &v));
+}
+
+/* ================= ioctl ================= */
+
+TEST_F(smr_api, ioctl_inq)
+{
+	struct sockaddr_storage la;
+	static char data[100];
+	int cli, srv, fd, l, v;
+	char buf[30];
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xioctl_int(fd, SIOCINQ, &v));
+	EXPECT_EQ(0, v);
+	l = LISTENER(4, &la);
+	EXPECT_EQ(-EINVAL, xioctl_int(l, SIOCINQ, &v));
+	close(l);
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
+	EXPECT_EQ(0, v);
+	smr_pattern_fill(data, sizeof(data), 2, 0);
+	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
+	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
+	EXPECT_EQ(100, v);
+	ASSERT_EQ(0, xioctl_int(srv, SIOCINQ, &v));
+	EXPECT_EQ(100, v);
+	ASSERT_EQ(30, xrecv(srv, buf, 30, 0));
+	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
+	EXPECT_EQ(70, v);
+	/* Not a tty, and unknown requests fail as for any socket. */
+	EXPECT_EQ(-ENOTTY, xioctl_int(srv, TCGETS, &v));
+	EXPECT_EQ(0, isatty(srv));
+}
+
+TEST_F(smr_api, ioctl_outq)
+{
+	struct sockaddr_storage la;
+	int fd, l, cli, srv, outq, nsd, inq;
+	long long total, deadline;
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xioctl_int(fd, SIOCOUTQ, &outq));
+	EXPECT_EQ(0, outq);
+	l = LISTENER(4, &la);
+	EXPECT_EQ(-EINVAL, xioctl_int(l, SIOCOUTQ, &outq));
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQ, &outq));
+	EXPECT_EQ(0, outq);
+
+	/* With the reader stalled, every byte is either queued or unacked. */
+	total = fill_until_blocked(cli, 13);
+	ASSERT_LT(0, total);
+	deadline = smr_now_ms() + SOON_MS;
+	do {
+		ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQ, &outq));
+		ASSERT_EQ(0, xioctl_int(srv, SIOCINQ, &inq));
+		if (outq + inq == total)
+			break;
+		usleep(5000);
+	} while (smr_now_ms() < deadline);
+	EXPECT_EQ(total, outq + inq) TH_LOG("outq %d inq %d", outq, inq);
+	EXPECT_LT(0, outq);
+	ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQNSD, &nsd));
+	EXPECT_LE(0, nsd);
+	EXPECT_GE(outq, nsd);
+
+	drain_check(_metadata, srv, total, 13);
+	deadline = smr_now_ms() + SOON_MS;
+	do {
+		ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQ, &outq));
+		if (!outq)
+			break;
+		usleep(5000);
+	} while (smr_now_ms() < deadline);
+	EXPECT_EQ(0, outq);
+	ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQNSD, &nsd));
+	EXPECT_EQ(0, nsd);
+}
+
+/* ================= sendfile / splice ================= */
+
+#define FILE_LEN	(1u << 20)
+
+static int pattern_memfd(META, uint32_t seed, size_t len)
+{
+	static char chunk[65536];
+	int fd = memfd_create("smr_api", MFD_CLOEXEC);
+	size_t off;
+
+	ASSERT_LE(0, fd);
+	for (off = 0; off < len; off += sizeof(chunk)) {
+		size_t n = len - off < sizeof(chunk) ? len - off : sizeof(chunk);
+
+		smr_pattern_fill(chunk, n, seed, off);
+		ASSERT_EQ((ssize_t)n, pwrite(fd, chunk, n, off));
+	}
+	return fd;
+}
+
+/* Child side: read @len pattern bytes then EOF from @fd; exit 0 if intact. */
+static void child_verify_stream(int fd, uint32_t seed, size_t len)
+{
+	static char buf[65536];
+	uint64_t got = 0;
+
+	for (;;) {
+		ssize_t n = recv_upto(fd, buf, sizeof(buf), 20000);
+
+		CHILD_CHECK(n >= 0, "recv %zd", n);
+		if (n == 0)
+			break;
+		CHILD_CHECK(smr_pattern_check(buf, n, seed, got) == (size_t)n,
+			    "corrupt near %llu", (unsigned long long)got);
+		got += n;
+	}
+	CHILD_CHECK(got == len, "got %llu of %zu", (unsigned long long)got, len);
+	_exit(0);
+}
+
+TEST_F(smr_api, sendfile)
+{
+	int cli, srv, mfd;
+	off_t off = 0;
+	pid_t pid;
+
+	mfd = pattern_memfd(_metadata, 77, FILE_LEN);
+	PAIR(&cli, &srv);
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(cli);
+		child_verify_stream(srv, 77, FILE_LEN);
+	}
+	close(srv);
+	while (off < (off_t)FILE_LEN) {
+		ssize_t n = sendfile(cli, mfd, &off, FILE_LEN - off);
+
+		ASSERT_LT(0, n) TH_LOG("sendfile at %lld: %s", (long long)off,
+				       n < 0 ? strerror(errno) : "0");
+	}
+	EXPECT_EQ((off_t)FILE_LEN, off);
+	/* The file position is untouched when an offset is passed. */
+	EXPECT_EQ(0, lseek(mfd, 0, SEEK_CUR));
+	close(cli);
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+TEST_F(smr_api, splice)
+{
+	static char buf[65536];
+	int cli, srv, mfd, p[2];
+	loff_t foff = 0;
+	size_t off;
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(0, pipe(p));
+	/* Nothing to read yet; the socket's O_NONBLOCK decides. */
+	set_nonblock(srv, true);
+	EXPECT_EQ(-1, splice(srv, NULL, p[1], NULL, 4096, 0));
+	EXPECT_EQ(EAGAIN, errno);
+	set_nonblock(srv, false);
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(srv);
+		for (off = 0; off < FILE_LEN; off += sizeof(buf)) {
+			smr_pattern_fill(buf, sizeof(buf), 88, off);
+			CHILD_CHECK(send_all(cli, buf, sizeof(buf)) == 0, "send");
+		}
+		close(cli);
+		_exit(0);
+	}
+	close(cli);
+	mfd = memfd_create("smr_api", MFD_CLOEXEC);
+	ASSERT_LE(0, mfd);
+	for (;;) {
+		ssize_t n = splice(srv, NULL, p[1], NULL, 65536, SPLICE_F_MOVE);
+
+		ASSERT_LE(0, n) TH_LOG("splice from socket: %s", strerror(errno));
+		if (n == 0)
+			break;
+		while (n > 0) {
+			ssize_t m = splice(p[0], NULL, mfd, &foff, n,
+					   SPLICE_F_MOVE);
+
+			ASSERT_LT(0, m) TH_LOG("splice to file: %s",
+					       strerror(errno));
+			n -= m;
+		}
+		ASSERT_GE((loff_t)FILE_LEN, foff);
+	}
+	EXPECT_EQ((loff_t)FILE_LEN, foff);
+	for (off = 0; off < FILE_LEN; off += sizeof(buf)) {
+		ASSERT_EQ((ssize_t)sizeof(buf), pread(mfd, buf, sizeof(buf), off));
+		ASSERT_EQ(sizeof(buf), smr_pattern_check(buf, sizeof(buf), 88, off))
+			TH_LOG("corrupt near %zu", off);
+	}
+	EXPECT_EQ(0, wait_child(pid));
+}
+
+/* ================= processes and namespaces ================= */
+
+TEST_F(smr_api, fork_inherit)
+{
+	char buf[16];
+	int cli, srv;
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(srv);
+		CHILD_CHECK(send_all(cli, "child", 5) == 0, "send");
+		close(cli);	/* the parent's reference keeps it open */
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_child(pid));
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(5, recv_upto(srv, buf, 5, SOON_MS));
+	EXPECT_STREQ("child", buf);
+	EXPECT_EQ(-EAGAIN, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+	ASSERT_EQ(6, xsend(cli, "parent", 6, 0));
+	memset(buf, 0, sizeof(buf));
+	ASSERT_EQ(6, recv_upto(srv, buf, 6, SOON_MS));
+	EXPECT_STREQ("parent", buf);
+	close(cli);
+	EXPECT_EQ(0, recv_upto(srv, buf, 1, SOON_MS));
+}
+
+static int lo_up(void)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int ret = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr)) {
+		ifr.ifr_flags |= IFF_UP;
+		ret = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * A socket made in a fresh network namespace works on that namespace's
+ * loopback and cannot see a listener of the parent namespace.
+ */
+TEST_F(smr_api, netns)
+{
+	struct sockaddr_storage outer, to;
+	int ol, fd, ret;
+	socklen_t len;
+	pid_t pid;
+
+	ol = new_sock(_metadata, self, self->af, SOCK_STREAM);
+	len = loopback_addr(self->af, 0, &outer);
+	ASSERT_EQ(0, xbind(ol, &outer, len));
+	ASSERT_EQ(0, xlisten(ol, 4));
+	len = sizeof(outer);
+	ASSERT_EQ(0, getsockname(ol, SA(&outer), &len));
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		long long created;
+		int l, c, s;
+		char buf[8];
+
+		close(ol);
+		if (unshare(CLONE_NEWNET)) {
+			CHILD_CHECK(errno == EPERM, "unshare: %m");
+			_exit(CHILD_SKIP);
+		}
+		CHILD_CHECK(lo_up() == 0, "lo up: %m");
+		if (self->smr) {
+			/* Counters are per namespace: a new one starts at 0. */
+			CHILD_CHECK(smr_stat_read("sockets_created", &created) == 0,
+				    "no %s in the new netns", SMR_STATS_PATH);
+			CHILD_CHECK(created == 0, "sockets_created %lld", created);
+		}
+		l = xsocket(self, self->af, SOCK_STREAM);
+		CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
+		len = loopback_addr(self->af, 0, &to);
+		CHILD_CHECK(xbind(l, &to, len) == 0, "bind");
+		CHILD_CHECK(xlisten(l, 4) == 0, "listen");
+		len = sizeof(to);
+		CHILD_CHECK(getsockname(l, SA(&to), &len) == 0, "getsockname");
+		c = xsocket(self, self->af, SOCK_STREAM);
+		CHILD_CHECK(c >= 0, "socket");
+		ret = xconnect(c, &to, af_len(self->af));
+		CHILD_CHECK(ret == 0, "connect in netns: %s", strerror(-ret));
+		s = xaccept(l, 0);
+		CHILD_CHECK(s >= 0, "accept: %s", strerror(-s));
+		CHILD_CHECK(xsend(c, "ns", 2, 0) == 2, "send");
+		CHILD_CHECK(recv_upto(s, buf, 2, SOON_MS) == 2, "recv");
+		CHILD_CHECK(!memcmp(buf, "ns", 2), "data");
+		if (self->smr) {
+			CHILD_CHECK(smr_stat_read("sockets_created", &created) == 0,
+				    "stats");
+			CHILD_CHECK(created >= 2, "sockets_created %lld", created);
+		}
+		/* The parent namespace's listener is out of reach. */
+		fd = xsocket(self, self->af, SOCK_STREAM);
+		CHILD_CHECK(fd >= 0, "socket");
+		ret = xconnect(fd, &outer, af_len(self->af));
+		CHILD_CHECK(ret == -ECONNREFUSED, "connect to outer: %s",
+			    strerror(-ret));
+		_exit(0);
+	}
+	ret = wait_child(pid);
+	if (ret == CHILD_SKIP)
+		SKIP(return, "no permission to create a network namespace");
+	EXPECT_EQ(0, ret);
+	/* Nothing from the child reached the outer listener. */
+	EXPECT_EQ(-EAGAIN, xaccept_nb(ol));
+}
+
+/* ================= SMR's own interface ================= */
+
+static int smr_info_get(int fd, struct smr_info *info, socklen_t *len)
+{
+	return getsockopt(fd, SOL_SMR, SMR_INFO, info, len) ? -errno : 0;
+}
+
+/*
+ * SMR_INFO on TCP is an unknown option level; on SMR it reports mode,
+ * reason and the bytes moved by each end.
+ */
+TEST_F(smr_api, smr_info)
+{
+	static char data[3000], buf[3000];
+	struct sockaddr_storage la;
+	struct smr_info info;
+	socklen_t len = sizeof(info);
+	int fd, l, cli, srv;
+
+	fd = NEW_SOCK(SOCK_STREAM);
+	if (!self->smr) {
+		EXPECT_EQ(tcp_unknown_level_get_err(self->af),
+			  smr_info_get(fd, &info, &len));
+		EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SMR, SMR_INFO, 1));
+		PAIR(&cli, &srv);
+		len = sizeof(info);
+		EXPECT_EQ(tcp_unknown_level_get_err(self->af),
+			  smr_info_get(cli, &info, &len));
+		return;
+	}
+
+	memset(&info, 0xee, sizeof(info));
+	ASSERT_EQ(0, smr_info_get(fd, &info, &len));
+	EXPECT_EQ(sizeof(info), len);
+	EXPECT_EQ(SMR_INFO_VERSION, info.version);
+	EXPECT_EQ(sizeof(info), info.size);
+	EXPECT_EQ(SMR_MODE_PENDING, info.mode);
+	EXPECT_EQ(SMR_REASON_NONE, info.reason);
+	EXPECT_EQ(0, info.is_listener);
+	EXPECT_EQ(0, info.bytes_sent);
+	EXPECT_EQ(0, info.bytes_received);
+	/* Read-only, and unknown SMR options are refused. */
+	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SMR, SMR_INFO, 1));
+	EXPECT_EQ(-ENOPROTOOPT, xgetint(fd, SOL_SMR, 999, &(int){0}));
+
+	l = LISTENER(4, &la);
+	len = sizeof(info);
+	ASSERT_EQ(0, smr_info_get(l, &info, &len));
+	EXPECT_EQ(1, info.is_listener);
+	EXPECT_EQ(SMR_INFO_VERSION, info.version);
+
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	smr_pattern_fill(data, sizeof(data), 4, 0);
+	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
+	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	ASSERT_EQ(0, send_all(srv, data, 1234));
+	ASSERT_EQ(1234, recv_upto(cli, buf, 1234, SOON_MS));
+
+	len = sizeof(info);
+	ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+	EXPECT_EQ(SMR_INFO_VERSION, info.version);
+	EXPECT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+	EXPECT_EQ(SMR_EXPECT_CONNECTED_REASON, info.reason);
+	EXPECT_EQ(0, info.is_listener);
+	EXPECT_EQ(sizeof(data), info.bytes_sent);
+	EXPECT_EQ(1234, info.bytes_received);
+	EXPECT_EQ(0, info.rdma_bytes_sent);
+	EXPECT_EQ(0, info.rdma_bytes_received);
+
+	len = sizeof(info);
+	ASSERT_EQ(0, smr_info_get(srv, &info, &len));
+	EXPECT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+	EXPECT_EQ(SMR_EXPECT_CONNECTED_REASON, info.reason);
+	EXPECT_EQ(0, info.is_listener);
+	EXPECT_EQ(1234, info.bytes_sent);
+	EXPECT_EQ(sizeof(data), info.bytes_received);
+	EXPECT_EQ(0, info.rdma_bytes_sent);
+	EXPECT_EQ(0, info.rdma_bytes_received);
+}
+
+TEST_F(smr_api, smr_info_optlen)
+{
+	unsigned char buf[256];
+	struct smr_info *info = (void *)buf;
+	socklen_t len;
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	if (!self->smr) {
+		len = 8;
+		EXPECT_EQ(tcp_unknown_level_get_err(self->af),
+			  smr_info_get(cli, info, &len));
+		return;
+	}
+	memset(buf, 0xcc, sizeof(buf));
+	len = 8;
+	ASSERT_EQ(0, smr_info_get(cli, info, &len));
+	EXPECT_EQ(8, len);
+	EXPECT_EQ(SMR_INFO_VERSION, info->version);
+	EXPECT_EQ(sizeof(struct smr_info), info->size);
+	EXPECT_EQ(0xcc, buf[8]);
+
+	memset(buf, 0xcc, sizeof(buf));
+	len = 0;
+	ASSERT_EQ(0, smr_info_get(cli, info, &len));
+	EXPECT_EQ(0, len);
+	EXPECT_EQ(0xcc, buf[0]);
+
+	memset(buf, 0xcc, sizeof(buf));
+	len = sizeof(buf);
+	ASSERT_EQ(0, smr_info_get(cli, info, &len));
+	EXPECT_EQ(sizeof(struct smr_info), len);
+	EXPECT_EQ(info->size, len);
+	EXPECT_EQ(0xcc, buf[sizeof(struct smr_info)]);
+	EXPECT_EQ(SMR_EXPECT_CONNECTED_MODE, info->mode);
+}
+
+/*
+ * /proc/net/smr/stats follows SMR sockets, and only them: TCP sockets leave
+ * every counter alone.
+ */
+enum {
+	ST_CREATED, ST_ACTIVE, ST_LISTENS, ST_CONNECTS, ST_ACCEPTS,
+	ST_MODE_TCP, ST_MODE_RDMA, ST_TCP_SENT, ST_TCP_RCVD, ST_RDMA_SENT,
+	ST_RDMA_RCVD, ST_FALLBACK, ST_NR,
+};
+
+static const char *const smr_stat_names[ST_NR] = {
+	"sockets_created", "sockets_active", "listens", "connects", "accepts",
+	"mode_tcp", "mode_rdma", "tcp_bytes_sent", "tcp_bytes_received",
+	"rdma_bytes_sent", "rdma_bytes_received", SMR_EXPECT_FALLBACK_STAT,
+};
+
+static void stats_snap(META, long long *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < ST_NR; i++) {
+		const char *name = smr_stat_names[i] ?: "?";
+
+		ASSERT_EQ(0, smr_stat_read(name, &v[i]))
+			TH_LOG("%s missing from %s", name, SMR_STATS_PATH);
+	}
+}
+
+TEST_F(smr_api, smr_stats)
+{
+	long long s0[ST_NR], s1[ST_NR], deadline;
+	static char data[5000], buf[5000];
+	struct sockaddr_storage la;
+	int l, cli, srv;
+	unsigned int i;
+
+	if (access(SMR_STATS_PATH, R_OK))
+		SKIP(return, "SMR module not loaded (%s missing)",
+		     SMR_STATS_PATH);
+
+	stats_snap(_metadata, s0);
+	l = LISTENER(4, &la);
+	stats_snap(_metadata, s1);
+	if (self->smr) {
+		EXPECT_EQ(s0[ST_CREATED] + 1, s1[ST_CREATED]);
+		EXPECT_EQ(s0[ST_ACTIVE] + 1, s1[ST_ACTIVE]);
+		EXPECT_EQ(s0[ST_LISTENS] + 1, s1[ST_LISTENS]);
+	}
+	cli = NEW_SOCK(SOCK_STREAM);
+	stats_snap(_metadata, s1);
+	if (self->smr) {
+		EXPECT_EQ(s0[ST_CREATED] + 2, s1[ST_CREATED]);
+		EXPECT_EQ(s0[ST_ACTIVE] + 2, s1[ST_ACTIVE]);
+	}
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	smr_pattern_fill(data, sizeof(data), 6, 0);
+	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
+	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	stats_snap(_metadata, s1);
+	if (self->smr) {
+		EXPECT_EQ(s0[ST_CONNECTS] + 1, s1[ST_CONNECTS]);
+		EXPECT_EQ(s0[ST_ACCEPTS] + 1, s1[ST_ACCEPTS]);
+		EXPECT_EQ(s0[ST_ACTIVE] + 3, s1[ST_ACTIVE]);
+		EXPECT_LT(s0[ST_MODE_TCP], s1[ST_MODE_TCP]);
+		EXPECT_EQ(s0[ST_MODE_RDMA], s1[ST_MODE_RDMA]);
+		EXPECT_LT(s0[ST_FALLBACK], s1[ST_FALLBACK]);
+		EXPECT_EQ(s0[ST_TCP_SENT] + (long long)sizeof(data),
+			  s1[ST_TCP_SENT]);
+		EXPECT_EQ(s0[ST_TCP_RCVD] + (long long)sizeof(data),
+			  s1[ST_TCP_RCVD]);
+		EXPECT_EQ(s0[ST_RDMA_SENT], s1[ST_RDMA_SENT]);
+		EXPECT_EQ(s0[ST_RDMA_RCVD], s1[ST_RDMA_RCVD]);
+	} else {
+		for (i = 0; i < ST_NR; i++) {
+			const char *name = smr_stat_names[i] ?: "?";
+
+			EXPECT_EQ(s0[i], s1[i]) TH_LOG("%s moved for TCP", name);
+		}
+	}
+	close(cli);
+	close(srv);
+	close(l);
+	deadline = smr_now_ms() + SOON_MS;
+	do {
+		stats_snap(_metadata, s1);
+		if (s1[ST_ACTIVE] == s0[ST_ACTIVE])
+			break;
+		usleep(5000);
+	} while (smr_now_ms() < deadline);
+	EXPECT_EQ(s0[ST_ACTIVE], s1[ST_ACTIVE]);
+}
+
+TEST_HARNESS_MAIN

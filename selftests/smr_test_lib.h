@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Small helpers shared by SMR's user-space selftests. Nothing here depends on
+ * the kselftest harness, so tools outside it can use them too.
+ */
+#ifndef SMR_TEST_LIB_H
+#define SMR_TEST_LIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+
+#include <linux/smr.h>
+
+#define SMR_STATS_PATH	"/proc/net/smr/stats"
+
+/* SMR's address family number, or -1 when the module is not loaded. */
+static inline int smr_module_family(void)
+{
+	FILE *f = fopen(SMR_FAMILY_SYSFS, "r");
+	int fam = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &fam) != 1)
+		fam = -1;
+	fclose(f);
+	return fam;
+}
+
+static inline long long smr_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Byte @off of the test stream named @seed. It depends on the position, so
+ * lost, duplicated and reordered bytes all show up as mismatches.
+ */
+static inline uint8_t smr_pattern_byte(uint32_t seed, uint64_t off)
+{
+	uint64_t x = (off + 1) * 0x9e3779b97f4a7c15ULL ^ seed;
+
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return (uint8_t)(x >> 56);
+}
+
+static inline void smr_pattern_fill(void *buf, size_t len, uint32_t seed,
+				    uint64_t off)
+{
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = smr_pattern_byte(seed, off + i);
+}
+
+/* Index of the first byte that differs from the pattern, or @len. */
+static inline size_t smr_pattern_check(const void *buf, size_t len,
+				       uint32_t seed, uint64_t off)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != smr_pattern_byte(seed, off + i))
+			return i;
+	return len;
+}
+
+#define SMR_FNV1A_INIT	0xcbf29ce484222325ULL
+
+/* FNV-1a, to compare what both ends of a transfer saw. */
+static inline uint64_t smr_fnv1a(uint64_t h, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Value of counter @name in /proc/net/smr/stats; -1 if file or name absent. */
+static inline int smr_stat_read(const char *name, long long *val)
+{
+	FILE *f = fopen(SMR_STATS_PATH, "r");
+	char key[64];
+	long long v;
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			*val = v;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* The @idx-th (0-based) integer in a /proc/sys file such as tcp_rmem. */
+static inline int smr_sysctl_read(const char *path, int idx, long long *val)
+{
+	FILE *f = fopen(path, "r");
+	long long v = 0;
+	int i, ret = -1;
+
+	if (!f)
+		return -1;
+	for (i = 0; i <= idx; i++)
+		if (fscanf(f, "%lld", &v) != 1)
+			break;
+	if (i > idx) {
+		*val = v;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Whether /proc/net/tcp (or tcp6) lists local port @port in TCP state @st. */
+static inline bool smr_tcp_port_in_state(bool v6, unsigned int port,
+					 unsigned int st)
+{
+	FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
+	unsigned int lport, state;
+	bool found = false;
+	char line[512];
+
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f)) {	/* header */
+		fclose(f);
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
+			   &lport, &state) != 2)
+			continue;
+		if (lport == port && state == st) {
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* "EPOLLIN|EPOLLOUT" style rendering of a poll mask, for failure messages. */
+static inline const char *smr_mask_str(unsigned int mask, char *buf,
+				       size_t len)
+{
+	static const struct {
+		unsigned int bit;
+		const char *name;
+	} names[] = {
+		{ EPOLLIN, "IN" }, { EPOLLPRI, "PRI" }, { EPOLLOUT, "OUT" },
+		{ EPOLLERR, "ERR" }, { EPOLLHUP, "HUP" },
+		{ EPOLLRDNORM, "RDNORM" }, { EPOLLRDBAND, "RDBAND" },
+		{ EPOLLWRNORM, "WRNORM" }, { EPOLLWRBAND, "WRBAND" },
+		{ EPOLLMSG, "MSG" }, { EPOLLRDHUP, "RDHUP" },
+	};
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(mask & names[i].bit))
+			continue;
+		used += snprintf(buf + used, used < len ? len - used : 0,
+				 "%s%s", used ? "|" : "", names[i].name);
+		mask &= ~names[i].bit;
+	}
+	if (mask)
+		used += snprintf(buf + used, used < len ? len - used : 0,
+				 "%s0x%x", used ? "|" : "", mask);
+	if (!used)
+		snprintf(buf, len, "0");
+	return buf;
+}
+
+#endif /* SMR_TEST_LIB_H */
