@@ -71,6 +71,7 @@ void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
 static void smr_mode_refresh(struct smr_sock *smr)
 {
 	if (READ_ONCE(smr->mode) != SMR_MODE_PENDING ||
+	    READ_ONCE(smr->hs_state) != SMR_HS_IDLE ||
 	    READ_ONCE(smr->sk.sk_state) == TCP_LISTEN)
 		return;
 	if (smr_tcp_was_connected(smr))
@@ -276,7 +277,7 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 			return err;
 		/* the handshake reset the connection: report it here */
 		if (READ_ONCE(smr->sk.sk_err)) {
-			err = -sock_error(&smr->sk);
+			err = sock_error(&smr->sk);
 			smr_tcp_err_consumed(smr, err);
 			return err;
 		}

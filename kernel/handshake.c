@@ -109,6 +109,8 @@ static void smr_hs_arm_timer(struct smr_sock *smr)
 /* Wake the application: connect() waiters and pollers see the decision. */
 static void smr_hs_finish(struct smr_sock *smr)
 {
+	if (smr->hs_sent || smr->hs_received)
+		smr_tcp_fresh_after_handshake(smr);
 	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
@@ -184,7 +186,12 @@ static int smr_hs_recv(struct smr_sock *smr, struct smr_hs_msg *msg)
 			   MSG_PEEK | MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return -EAGAIN;
-	if (n <= 0)
+	if (n < 0) {
+		/* TCP handed us its pending error: it is the application's */
+		WRITE_ONCE(smr->tcp->sk->sk_err, -n);
+		return -EPIPE;
+	}
+	if (!n)
 		return -EPIPE;
 	len = smr_hs_peek(buf, n);
 	if (len == -SMR_WIRE_EAGAIN)
@@ -255,7 +262,6 @@ static void smr_hs_decline(struct smr_sock *smr, enum smr_reason reason)
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
 	}
-	smr_tcp_forget_small_segment(smr);
 	smr_hs_fallback(smr, reason);
 }
 

@@ -159,7 +159,7 @@ void smr_tcp_err_sync(struct smr_sock *smr);
 void smr_tcp_err_consumed(struct smr_sock *smr, int ret);
 bool smr_tcp_was_connected(const struct smr_sock *smr);
 bool smr_tcp_all_acked(struct smr_sock *smr);
-void smr_tcp_forget_small_segment(struct smr_sock *smr);
+void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT

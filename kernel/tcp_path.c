@@ -193,16 +193,20 @@ bool smr_tcp_all_acked(struct smr_sock *smr)
 }
 
 /*
- * Nagle (Minshall's variant) holds a small write while a small segment is
- * unacknowledged; a handshake message the application never wrote must not
- * delay its first write.
+ * After the handshake, leave TCP as a fresh connection would be: the
+ * handshake's small segment must not hold the application's first small
+ * write back (Minshall's Nagle), and the application's first data must be
+ * acknowledged in quick-ACK mode as on a new connection, not with the
+ * delayed ACKs the request/response handshake taught TCP.
  */
-void smr_tcp_forget_small_segment(struct smr_sock *smr)
+void smr_tcp_fresh_after_handshake(struct smr_sock *smr)
 {
 	struct sock *tsk = smr->tcp->sk;
 
 	lock_sock(tsk);
 	tcp_sk(tsk)->snd_sml = tcp_sk(tsk)->snd_una;
+	inet_csk_exit_pingpong_mode(tsk);
+	inet_csk(tsk)->icsk_ack.ato = 0;	/* next data re-enters quick ACK */
 	release_sock(tsk);
 }
 

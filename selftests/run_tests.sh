@@ -87,8 +87,11 @@ suite_preload() {
 	run_suite preload 1 vm --hosts 1 -- "$repo/selftests/preload_test.sh"
 }
 suite_apps() { run_suite apps 0 "$repo/selftests/apps_test.sh"; }
+suite_negotiation() {
+	run_suite negotiation 0 "$repo/selftests/negotiation_test.sh"
+}
 
-all_suites=(build wire vm_run api preload apps)
+all_suites=(build wire vm_run api preload negotiation apps)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
 	printf '%s\n' "${all_suites[@]}"
 	exit 0

@@ -1618,7 +1618,7 @@ TEST_F(smr_api, recv_dontwait)
 TEST_F(smr_api, send_fill_and_drain)
 {
 	struct sockaddr_storage la;
-	int l, cli, srv;
+	int l, cli, srv, ret;
 	long long total;
 
 	l = LISTENER(4, &la);
@@ -1632,9 +1632,22 @@ TEST_F(smr_api, send_fill_and_drain)
 	total = fill_until_blocked(cli, 7);
 	ASSERT_LT(0, total);
 	EXPECT_GT(4 << 20, total) TH_LOG("%lld bytes queued", total);
-	EXPECT_EQ(-EAGAIN, xsend(cli, "x", 1, MSG_DONTWAIT));
+	/*
+	 * Not writable (poll) does not mean not one byte more: TCP appends a
+	 * small write to the last unsent segment if it has room, and whether
+	 * it has depends on how the window cut the stream (on SMR the
+	 * handshake's bytes moved it). Either answer is TCP's; account for it.
+	 */
+	ret = xsend(cli, "x", 1, MSG_DONTWAIT);
+	EXPECT_TRUE(ret == -EAGAIN || ret == 1) TH_LOG("send: %d", ret);
 	ASSERT_MASK(0, mask_now(_metadata, cli));
 	drain_check(_metadata, srv, total, 7);
+	if (ret == 1) {
+		char x = 0;
+
+		EXPECT_EQ(1, recv_upto(srv, &x, 1, SOON_MS));
+		EXPECT_EQ('x', x);
+	}
 	ASSERT_MASK(M_OUT, mask_wait(_metadata, cli, EPOLLOUT, SOON_MS));
 	EXPECT_EQ(-EAGAIN, xrecv(srv, &(char){0}, 1, MSG_DONTWAIT));
 }

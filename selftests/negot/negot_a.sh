@@ -1,0 +1,901 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host A's side of selftests/negotiation_test.sh (runs in a scripts/vm-run
+# guest while negot_b.sh's control service runs on host B). Runs every
+# negotiation case: B's servers, nftables rules, sysctls and middlebox are
+# set up through B's control service; clients run here; both ends report
+# each connection (negot_probe's "conn" lines) and the SYNs and SYN-ACKs on
+# A's NIC are captured for the wire checks.
+#
+# Results go to $SMR_VM_OUT/results, one line per test:
+#   ID ok|fail SUMMARY
+# with $SMR_VM_OUT/diag-ID.txt (what was checked, what failed, the
+# connection lines). Every client's and server's output is kept in
+# $SMR_VM_OUT/conns/. Exit status 0 when every test ran, passed or not.
+set -uo pipefail
+
+# shellcheck source=selftests/negot/negot_lib.sh
+. "$SMR_REPO/selftests/negot/negot_lib.sh"
+
+out=$SMR_VM_OUT
+work=/tmp/negot-a
+peer=$SMR_PEER_ADDR
+peer6=$SMR_PEER_ADDR6
+self=$SMR_SELF_ADDR
+probe=$NEGOT_BIN/negot_probe
+pcap=$work/syn.pcap
+mkdir -p "$work" "$out/conns"
+# (no process substitution below: the guests' /dev has no /dev/fd)
+: >"$out/results"
+
+log() {
+	echo "negot_a: $*"
+}
+
+# b_call VERB ARGS...: one request to host B's control service.
+b_call() {
+	printf '%s\n' "$*" | socat -t 200 -T 200 - "TCP:$peer:$NEGOT_CTL_PORT" 2>&1
+}
+
+# --- per-test bookkeeping ----------------------------------------------------
+
+t_id=
+t_failed=0
+t_nfail=0
+t_summary=
+t_start=0
+
+t_begin() {
+	t_id=$1
+	t_failed=0
+	t_nfail=0
+	t_summary=
+	t_start=$SECONDS
+	: >"$out/diag-$t_id.txt"
+	log "test $t_id"
+}
+
+t_diag() {
+	printf '%s\n' "$*" >>"$out/diag-$t_id.txt"
+}
+
+# At most 25 failure lines per test: 1000 connections could fail alike.
+t_fail() {
+	t_failed=1
+	t_nfail=$((t_nfail + 1))
+	if [ "$t_nfail" -le 25 ]; then
+		t_diag "FAIL: $*"
+		log "$t_id: FAIL: $*"
+	elif [ "$t_nfail" = 26 ]; then
+		t_diag "FAIL: (more failures not shown)"
+	fi
+}
+
+# t_note TEXT: goes into the test's one-line summary.
+t_note() {
+	t_summary+="${t_summary:+; }$*"
+}
+
+t_file() {
+	t_diag "--- $1:"
+	if [ -s "$2" ]; then
+		cut -c1-400 "$2" | head -n "${3:-12}" >>"$out/diag-$t_id.txt"
+	else
+		t_diag "(empty)"
+	fi
+}
+
+t_end() {
+	local v=ok
+	[ "$t_failed" = 0 ] || v=fail
+	[ "$t_nfail" -le 25 ] || t_note "$t_nfail failed checks"
+	echo "$t_id $v ${t_summary:-} ($((SECONDS - t_start)) s)" >>"$out/results"
+	log "test $t_id: $v"
+}
+
+# ck WHAT ACTUAL OP EXPECTED: OP is eq, ne, ge, le or in (a word list).
+ck() {
+	local what=$1 a=$2 op=$3 e=$4 ok=1
+	case $op in
+	eq) [ "$a" = "$e" ] || ok=0 ;;
+	ne) [ "$a" != "$e" ] || ok=0 ;;
+	ge) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -ge "$e" ] || ok=0 ;;
+	le) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -le "$e" ] || ok=0 ;;
+	in) [[ " $e " == *" $a "* ]] || ok=0 ;;
+	esac
+	[ "$ok" = 1 ] && return 0
+	t_fail "$what: got '$a', expected $op '$e'"
+	return 1
+}
+
+# --- running connections -----------------------------------------------------
+
+# pair NAME PORT 'SERVER ARGS' 'CLIENT ARGS' [WAIT]: negot_probe server on B,
+# negot_probe client here; outputs in $work/NAME.{client,server}.
+pair() {
+	local name=$1 port=$2 sargs=$3 cargs=$4 wait=${5:-90} r
+	# shellcheck disable=SC2086
+	r=$(b_call serve "$name" -p "$port" $sargs)
+	if [ "$r" != ok ]; then
+		t_fail "$name: B's server did not start: $r"
+		: >"$work/$name.client"
+		: >"$work/$name.server"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	"$probe" client -p "$port" $cargs >"$work/$name.client" 2>"$work/$name.client.err"
+	echo "rc=$?" >>"$work/$name.client"
+	b_call result "$name" "$wait" >"$work/$name.server"
+	cp "$work/$name.client" "$work/$name.server" "$out/conns/"
+	[ ! -s "$work/$name.client.err" ] || cp "$work/$name.client.err" "$out/conns/"
+	return 0
+}
+
+# ck_summaries NAME N: both ends saw N connections, every one intact (or
+# only that they ended, with "any").
+ck_summaries() {
+	local name=$1 n=$2 f sum
+	declare -A sm
+	for f in client server; do
+		sum=$(grep '^summary ' "$work/$name.$f" | tail -n 1)
+		if [ -z "$sum" ]; then
+			t_fail "$name: no summary from the $f"
+			t_file "$name $f output" "$work/$name.$f" 20
+			continue
+		fi
+		negot_kv sm "$sum"
+		ck "$name $f connections" "${sm[started]}" eq "$n"
+		[ "${3:-}" = any ] || ck "$name $f intact connections" "${sm[ok]}" eq "$n"
+	done
+}
+
+declare -A C S
+pair_ctx=
+pair_count=0
+
+# each_pair NAME FN: FN runs once per client line, with C (client) and S
+# (the server line of the same connection, by port) filled in.
+each_pair() {
+	local name=$1 fn=$2 line
+	local -a lines
+	declare -A srv
+	# mapfile from the files: read(1) from a pipe goes a byte at a time
+	mapfile -t lines <"$work/$name.server"
+	for line in "${lines[@]}"; do
+		[[ $line == "conn "* && $line =~ \ rport=([0-9]+)\  ]] &&
+			srv[${BASH_REMATCH[1]}]=$line
+	done
+	mapfile -t lines <"$work/$name.client"
+	pair_count=0
+	for line in "${lines[@]}"; do
+		[[ $line == "conn "* ]] || continue
+		negot_kv C "$line"
+		pair_ctx="$name#${C[idx]} (client port ${C[lport]})"
+		if [ -z "${srv[${C[lport]}]:-}" ]; then
+			t_fail "$pair_ctx: no server line for this connection"
+			continue
+		fi
+		negot_kv S "${srv[${C[lport]}]}"
+		pair_count=$((pair_count + 1))
+		"$fn"
+	done
+}
+
+# Expected bytes per connection for ck_data: client to server, back.
+c2s=0
+s2c=0
+
+# The pair checks compare everything at once first and only go through
+# the checks one by one (for the messages) when something differs: 1000
+# connections checked one field at a time take minutes in a TCG guest.
+ck_data() {
+	local got="${C[err]}@${C[at]} ${S[err]}@${S[at]} ${C[tx]} ${S[rx]} ${S[tx]} ${C[rx]} ${S[rx_bad]} ${C[rx_bad]} ${S[rx_sha]} ${C[rx_sha]}"
+	[ "$got" = "0@- 0@- $c2s $c2s $s2c $s2c -1 -1 ${C[tx_sha]} ${S[tx_sha]}" ] ||
+		ck_data_each
+}
+
+ck_data_each() {
+	local p=$pair_ctx
+	ck "$p client err" "${C[err]}@${C[at]}" eq "0@-"
+	ck "$p server err" "${S[err]}@${S[at]}" eq "0@-"
+	ck "$p client bytes sent" "${C[tx]}" eq "$c2s"
+	ck "$p server bytes received" "${S[rx]}" eq "$c2s"
+	ck "$p server bytes sent" "${S[tx]}" eq "$s2c"
+	ck "$p client bytes received" "${C[rx]}" eq "$s2c"
+	ck "$p server: first byte off the client's stream" "${S[rx_bad]}" eq -1
+	ck "$p client: first byte off the server's stream" "${C[rx_bad]}" eq -1
+	ck "$p sha256 client->server (server's view)" "${S[rx_sha]}" eq "${C[tx_sha]}"
+	ck "$p sha256 server->client (client's view)" "${C[rx_sha]}" eq "${S[tx_sha]}"
+}
+
+# ck_counters SIDE ARRAY: SMR_INFO's byte counters match what moved.
+ck_counters() {
+	local -n x=$2
+	ck "$pair_ctx $1 SMR_INFO bytes_sent" "${x[info_sent]}" eq "${x[tx]}"
+	ck "$pair_ctx $1 SMR_INFO bytes_received" "${x[info_recv]}" eq "${x[rx]}"
+}
+
+# ck_fallback SIDE ARRAY REASONS: TCP mode, one of REASONS, no handshake.
+ck_fallback() {
+	local -n x=$2
+	ck "$pair_ctx $1 mode" "${x[mode]}" eq 2
+	ck "$pair_ctx $1 reason" "${x[reason]}" in "$3"
+	ck "$pair_ctx $1 mode when usable" "${x[mode_ready]}" eq 2
+	ck "$pair_ctx $1 handshake messages sent/received" "${x[hs_sent]}/${x[hs_recv]}" eq 0/0
+	ck "$pair_ctx $1 tokens" "${x[ltok]}/${x[ptok]}" eq 0000000000000000/0000000000000000
+	ck_counters "$1" "$2"
+}
+
+rmb_ok() {
+	[[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 16384 ] && [ "$1" -le 268435456 ] &&
+		[ $(($1 & ($1 - 1))) = 0 ]
+}
+
+# Both ends negotiated: tokens and RMBs crossed, RDMA not built in yet.
+ck_negotiated() {
+	local z=0000000000000000
+	local got="${C[mode]}/${C[reason]} ${S[mode]}/${S[reason]} ${C[mode_ready]} ${S[mode_ready]} ${C[peer_reason]}/${S[peer_reason]} ${C[hs_sent]}/${C[hs_recv]} ${S[hs_sent]}/${S[hs_recv]} ${C[ptok]} ${S[ptok]} ${C[prmb]} ${S[prmb]} ${C[info_sent]} ${C[info_recv]} ${S[info_sent]} ${S[info_recv]}"
+	local want="2/12 2/12 2 2 0/0 2/1 1/2 ${S[ltok]} ${C[ltok]} ${S[lrmb]} ${C[lrmb]} ${C[tx]} ${C[rx]} ${S[tx]} ${S[rx]}"
+	if [ "$got" = "$want" ] && [ "${C[ltok]}" != "$z" ] && [ "${S[ltok]}" != "$z" ] &&
+		[ "${C[ltok]}" != "${S[ltok]}" ] && rmb_ok "${C[lrmb]}" && rmb_ok "${S[lrmb]}"; then
+		return 0
+	fi
+	ck_negotiated_each
+}
+
+ck_negotiated_each() {
+	local p=$pair_ctx z=0000000000000000
+	ck "$p client mode/reason" "${C[mode]}/${C[reason]}" eq 2/12
+	ck "$p server mode/reason" "${S[mode]}/${S[reason]}" eq 2/12
+	ck "$p client mode when EPOLLOUT/connect() said usable" "${C[mode_ready]}" eq 2
+	ck "$p server mode right after accept()" "${S[mode_ready]}" eq 2
+	ck "$p peer_reason client/server" "${C[peer_reason]}/${S[peer_reason]}" eq 0/0
+	ck "$p client handshake messages sent/received" "${C[hs_sent]}/${C[hs_recv]}" eq 2/1
+	ck "$p server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 1/2
+	ck "$p client token" "${C[ltok]}" ne "$z"
+	ck "$p server token" "${S[ltok]}" ne "$z"
+	ck "$p client and server tokens differ" "${C[ltok]}" ne "${S[ltok]}"
+	ck "$p client's peer token = server's token" "${C[ptok]}" eq "${S[ltok]}"
+	ck "$p server's peer token = client's token" "${S[ptok]}" eq "${C[ltok]}"
+	ck "$p client's peer RMB = server's RMB" "${C[prmb]}" eq "${S[lrmb]}"
+	ck "$p server's peer RMB = client's RMB" "${S[prmb]}" eq "${C[lrmb]}"
+	rmb_ok "${C[lrmb]}" || t_fail "$p client RMB size ${C[lrmb]} not a power of two in 16K..256M"
+	rmb_ok "${S[lrmb]}" || t_fail "$p server RMB size ${S[lrmb]} not a power of two in 16K..256M"
+	ck_counters client C
+	ck_counters server S
+}
+
+# The client's first byte, sent right after a non-blocking connect()
+# returned EINPROGRESS: refused (EAGAIN) until the connection is decided,
+# or taken if the decision came first (the process can be preempted
+# between the two calls). A byte taken before the decision would come
+# before the handshake's messages and break the handshake (mode, reason,
+# message counts) or the data check, which every pair is held to.
+early_ok=0
+ck_early_send() {
+	ck "$pair_ctx client send() right after connect() said EINPROGRESS" "${C[early_send]}" in "EAGAIN OK"
+	[ "${C[early_send]}" != OK ] || early_ok=$((early_ok + 1))
+}
+
+# A blocking connect() that worked returned 0.
+ck_connect_ret() {
+	ck "$pair_ctx client connect() return value" "${C[connect_ret]}" eq 0
+}
+
+chk_negotiated_pair() {
+	ck_data
+	ck_negotiated
+	if [ "$client_nb" = 1 ]; then
+		[ "$order" = server-first ] || ck_early_send
+	else
+		ck_connect_ret
+	fi
+}
+
+# tokens_unique NAME: no token twice among a run's live connections.
+tokens_unique() {
+	local f dup
+	for f in client server; do
+		dup=$(grep '^conn ' "$work/$1.$f" | tr ' ' '\n' | sed -n 's/^ltok=//p' |
+			grep -v '^0*$' | sort | uniq -d | head -n 3)
+		[ -z "$dup" ] || t_fail "$1: the ${f}s drew a token twice: $dup"
+	done
+}
+
+# ck_no_spurious NAME: a non-blocking server's listener reported EPOLLIN
+# only when accept() had a connection for it.
+ck_no_spurious() {
+	local sum
+	declare -A sm
+	sum=$(grep '^summary ' "$work/$1.server" | tail -n 1)
+	negot_kv sm "$sum"
+	ck "$1 server: listener EPOLLIN with nothing to accept" "${sm[spurious_accept_wakeups]:-}" eq 0
+}
+
+# snap LABEL: counters of both hosts into $work/LABEL.{a,b}.
+snap() {
+	cat /proc/net/smr/stats >"$work/$1.a"
+	b_call stats >"$work/$1.b"
+}
+
+# delta HOST FROM TO NAME: how much a counter moved between two snapshots.
+delta() {
+	local a b
+	a=$(negot_stat "$work/$2.$1" "$4")
+	b=$(negot_stat "$work/$3.$1" "$4")
+	if [[ $a =~ ^[0-9]+$ ]] && [[ $b =~ ^[0-9]+$ ]]; then
+		echo $((b - a))
+	else
+		echo "missing"
+	fi
+}
+
+# ck_deltas HOST FROM TO NAME=N...: counter changes, exactly.
+ck_deltas() {
+	local h=$1 from=$2 to=$3 kv
+	shift 3
+	for kv in "$@"; do
+		ck "host ${h^^} counter ${kv%%=*} change" "$(delta "$h" "$from" "$to" "${kv%%=*}")" eq "${kv#*=}"
+	done
+}
+
+# --- the capture -------------------------------------------------------------
+
+tcpdump_pid=
+
+cap_start() {
+	local nic i
+	nic=$(ip -o route get "$peer" | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") print $(i + 1) }')
+	tcpdump -i "$nic" -n -s 200 --immediate-mode -U -w "$pcap" \
+		"(ip and tcp[tcpflags] & tcp-syn != 0) or (ip6 and ip6[6] == 6 and ip6[53] & 2 != 0)" \
+		2>"$work/tcpdump.err" &
+	tcpdump_pid=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -q 'listening on' "$work/tcpdump.err" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	log "tcpdump did not start: $(cat "$work/tcpdump.err")"
+	return 1
+}
+
+# cap_lines PORT: the captured SYNs and SYN-ACKs to or from B's PORT.
+cap_lines() {
+	sleep 0.3	# let tcpdump write the last ones
+	python3 "$NEGOT_DIR/negot_pcap.py" "$pcap" 2>&1 |
+		awk -v p="$1" '$0 ~ (" dport=" p " ") || $0 ~ (" sport=" p " ")'
+}
+
+declare -A P
+
+# cap_syn PORT CLIENT_PORT KIND: fill P with the capture's syn or synack of
+# that connection; false if it is not there.
+cap_pkt() {
+	local line
+	line=$(cap_lines "$1" | awk -v k="$3" -v c="$2" \
+		'$1 == k && ($0 ~ (" sport=" c " ") || $0 ~ (" dport=" c " "))' | head -n 1)
+	negot_kv P "$line"
+	[ -n "$line" ]
+}
+
+# ck_wire PORT CLIENT_PORT SYN_SMR SYNACK_ANSWER: the SYN did (yes) or did
+# not (no) carry SMR's offer; the SYN-ACK's option compared with it: proof,
+# echo or none.
+ck_wire() {
+	local port=$1 cport=$2 what="wire (port $1, client port $2)"
+	if ! cap_pkt "$port" "$cport" syn; then
+		t_fail "$what: no SYN captured"
+		return
+	fi
+	if [ "$3" = yes ]; then
+		ck "$what: SYN carries SMR's offer (role 1, ExID 534d5231)" \
+			"${P[smr_role]:-none}/${P[smr_exid]:-none}" eq 1/534d5231
+	else
+		ck "$what: SYN carries no SMR option" "${P[smr]}" eq -
+		ck "$what: SYN has no kind-254 option at all" "$(tr ',' '\n' <<<"${P[kinds]}" | grep -cx 254)" eq 0
+	fi
+	if ! cap_pkt "$port" "$cport" synack; then
+		t_fail "$what: no SYN-ACK captured"
+		return
+	fi
+	case $4 in
+	none)
+		ck "$what: SYN-ACK carries no SMR option" "${P[smr]}" eq -
+		;;
+	*)
+		ck "$what: SYN-ACK's SMR option" "${P[answer]:-none}" eq "$4"
+		;;
+	esac
+}
+
+# --- the cases ---------------------------------------------------------------
+
+client_nb=1
+order=both
+
+# negotiated ID NAME PORT FAMILY BLOCKING ORDER N: SMR client to SMR server.
+case_negotiated() {
+	local id=$1 name=$2 port=$3 fam=$4 blocking=$5 n=$7
+	order=$6
+	local addr=$peer fargs='' bargs=''
+	[ "$fam" = 6 ] && addr=$peer6 fargs=-6
+	[ "$blocking" = 1 ] && bargs=-b
+	client_nb=$((1 - blocking))
+	c2s=262144 s2c=196608
+	local common="$fargs $bargs -n $n -s $c2s -r $s2c -o $order"
+	t_begin "$id"
+	pair "$name" "$port" "$common" "-a $addr $common"
+	ck_summaries "$name" "$n"
+	each_pair "$name" chk_negotiated_pair
+	ck "$name connections checked" "$pair_count" eq "$n"
+	tokens_unique "$name"
+	[ "$blocking" = 1 ] || ck_no_spurious "$name"
+	t_note "IPv$fam $([ "$blocking" = 1 ] && echo blocking || echo non-blocking), $n conns, order $order, $c2s/$s2c bytes each way: rdma_unavailable both ends, tokens crossed, hs 2/1 and 1/2"
+	t_file "$name client" "$work/$name.client" 3
+	t_file "$name server" "$work/$name.server" 3
+	t_end
+}
+
+chk_plain_server_pair() {
+	ck_data
+	ck_fallback client C 2
+	if [ "$client_nb" = 1 ]; then ck_early_send; else ck_connect_ret; fi
+}
+
+case_plain_server() {
+	t_begin plain_server
+	c2s=100000 s2c=70000
+	client_nb=1
+	pair plain_srv4 5201 "-t tcp -n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
+	ck_summaries plain_srv4 2
+	each_pair plain_srv4 chk_plain_server_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5201 "${C[lport]:-0}" yes none
+	client_nb=0
+	pair plain_srv6 5202 "-6 -t tcp -b -n 2 -s $c2s -r $s2c" "-6 -b -a $peer6 -n 2 -s $c2s -r $s2c"
+	ck_summaries plain_srv6 2
+	each_pair plain_srv6 chk_plain_server_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5202 "${C[lport]:-0}" yes none
+	t_note "SMR client -> AF_INET/AF_INET6 listener: client peer_no_smr, no handshake, server got exactly the client's bytes"
+	t_file "client v4" "$work/plain_srv4.client" 2
+	t_end
+}
+
+chk_plain_client_pair() {
+	ck_data
+	ck_fallback server S 2
+}
+
+case_plain_client() {
+	t_begin plain_client
+	c2s=100000 s2c=70000
+	pair plain_cli4 5301 "-n 2 -s $c2s -r $s2c" "-t tcp -a $peer -n 2 -s $c2s -r $s2c"
+	ck_summaries plain_cli4 2
+	each_pair plain_cli4 chk_plain_client_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5301 "${C[lport]:-0}" no none
+	pair plain_cli6 5302 "-6 -b -n 2 -s $c2s -r $s2c" "-6 -t tcp -b -a $peer6 -n 2 -s $c2s -r $s2c"
+	ck_summaries plain_cli6 2
+	each_pair plain_cli6 chk_plain_client_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5302 "${C[lport]:-0}" no none
+	t_note "AF_INET/AF_INET6 client -> SMR listener: server peer_no_smr, no handshake, data intact"
+	t_end
+}
+
+strip_server_reasons=
+chk_strip_pair() {
+	ck_data
+	ck_fallback client C 2
+	# the server answered, so it waited for a PROPOSAL that never came
+	ck "$pair_ctx server mode" "${S[mode]}" eq 2
+	ck "$pair_ctx server reason" "${S[reason]}" in "2 7"
+	ck "$pair_ctx server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 0/0
+	ck_counters server S
+	strip_server_reasons+=" ${S[reason]}"
+}
+
+case_strip() {
+	local r
+	t_begin strip_answer
+	c2s=50000 s2c=50000
+	client_nb=1
+	r=$(b_call strip_answer 5401)
+	ck "nft rule stripping the option from SYN-ACKs" "$r" eq ok
+	strip_server_reasons=
+	pair strip 5401 "-n 3 -s $c2s -r $s2c" "-a $peer -n 3 -s $c2s -r $s2c"
+	ck_summaries strip 3
+	each_pair strip chk_strip_pair
+	ck "connections checked" "$pair_count" eq 3
+	ck_wire 5401 "${C[lport]:-0}" yes none
+	b_call nft_list >"$work/strip.nft"
+	t_file "B's ruleset" "$work/strip.nft" 20
+	ck "SYN-ACKs the rule rewrote" "$(grep -o 'counter packets [0-9]*' "$work/strip.nft" | head -n 1 | awk '{ print $3 }')" ge 3
+	b_call nft_flush >/dev/null
+	t_note "answer stripped by nft ('reset tcp option 254'), both send at once: client peer_no_smr; server reasons seen:$strip_server_reasons (2 peer_no_smr, 7 handshake_timeout); data intact"
+	t_file "client" "$work/strip.client" 3
+	t_file "server" "$work/strip.server" 3
+	t_end
+}
+
+chk_strip_sf_pair() {
+	ck_data
+	ck_fallback client C 2
+	ck "$pair_ctx server mode/reason" "${S[mode]}/${S[reason]}" eq 2/7
+	ck "$pair_ctx server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 0/0
+	ck_counters server S
+	# accept() only returned once the server gave up on the PROPOSAL
+	ck "$pair_ctx client: ms until the server's first byte" "${C[first_rx_ms]}" ge 2900
+	strip_first_rx=${C[first_rx_ms]}
+}
+
+case_strip_server_first() {
+	local r
+	t_begin strip_answer_server_first
+	c2s=20000 s2c=20000
+	client_nb=1
+	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	r=$(b_call strip_answer 5402)
+	ck "nft rule stripping the option from SYN-ACKs" "$r" eq ok
+	strip_first_rx=
+	pair strip_sf 5402 "-n 1 -o server-first -s $c2s -r $s2c" \
+		"-a $peer -n 1 -o server-first -s $c2s -r $s2c"
+	ck_summaries strip_sf 1
+	each_pair strip_sf chk_strip_sf_pair
+	ck "connections checked" "$pair_count" eq 1
+	ck_wire 5402 "${C[lport]:-0}" yes none
+	b_call nft_flush >/dev/null
+	t_note "answer stripped, server speaks first: server handshake_timeout after ${strip_first_rx:-?} ms (net.smr.handshake_timeout_ms=3000), client peer_no_smr, data intact"
+	t_file "client" "$work/strip_sf.client" 2
+	t_file "server" "$work/strip_sf.server" 2
+	t_end
+}
+
+chk_cookie_pair() {
+	ck_data
+	ck_fallback client C 4
+	ck_fallback server S 4
+}
+
+case_syn_cookies() {
+	local r
+	t_begin syn_cookies
+	c2s=30000 s2c=30000
+	client_nb=1
+	r=$(b_call sysctl net.ipv4.tcp_syncookies=2)
+	ck "B's tcp_syncookies" "$r" eq "net.ipv4.tcp_syncookies = 2"
+	pair cookie4 5501 "-n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
+	pair cookie6 5502 "-6 -n 2 -s $c2s -r $s2c" "-6 -a $peer6 -n 2 -s $c2s -r $s2c"
+	b_call sysctl net.ipv4.tcp_syncookies=1 >/dev/null
+	for n in cookie4 cookie6; do
+		ck_summaries $n 2
+		each_pair $n chk_cookie_pair
+		ck "$n connections checked" "$pair_count" eq 2
+	done
+	ck_wire 5502 "${C[lport]:-0}" yes proof
+	ck "wire: the cookie SYN-ACK's answer flags (bit 0 COOKIE)" "${P[smr_flags]:-}" eq 1
+	t_note "tcp_syncookies=2 on B: client and server syn_cookies (IPv4 and IPv6), answer with the COOKIE flag on the wire, data intact"
+	t_end
+}
+
+# The SYN area of a plain socket is what the kernel sends anyway: the same
+# bytes as SMR's SYN without SMR's option (timestamp values masked).
+case_wire_syn() {
+	local plain smr fam pport sport
+	t_begin wire_syn
+	for fam in 4 6; do
+		if [ "$fam" = 4 ]; then pport=5301 sport=5101; else pport=5302 sport=5103; fi
+		plain=$(cap_lines $pport | awk '$1 == "syn"' | head -n 1)
+		smr=$(cap_lines $sport | awk '$1 == "syn"' | head -n 1)
+		t_diag "IPv$fam plain SYN: $plain"
+		t_diag "IPv$fam SMR SYN:   $smr"
+		if [ -z "$plain" ] || [ -z "$smr" ]; then
+			t_fail "IPv$fam: SYNs not captured (plain '${plain:0:40}', SMR '${smr:0:40}')"
+			continue
+		fi
+		negot_kv P "$plain"
+		local pkinds=${P[kinds]} pmasked=${P[masked]} psmr=${P[smr]}
+		ck "IPv$fam plain SYN: no kind 254" "$(tr ',' '\n' <<<"$pkinds" | grep -cx 254)" eq 0
+		ck "IPv$fam plain SYN: no SMR option" "$psmr" eq -
+		negot_kv P "$smr"
+		ck "IPv$fam SMR SYN: option = 254, len 12, ExID 534d5231, ver 1 role 1" \
+			"${P[smr]:0:16}" eq fe0c534d52311100
+		ck "IPv$fam SMR SYN: nonce non-zero" "${P[smr_nonce]:-0}" ne 00000000
+		ck "IPv$fam SMR SYN minus SMR's option = plain SYN (TS values masked)" \
+			"${P[nosmr]}" eq "$pmasked"
+		t_note "IPv$fam plain SYN options $pkinds; SMR SYN ${P[kinds]}, option ${P[smr]}"
+	done
+	t_end
+}
+
+case_wire_synack() {
+	local fam port syn synack
+	t_begin wire_synack
+	for fam in 4 6; do
+		if [ "$fam" = 4 ]; then port=5101; else port=5103; fi
+		syn=$(cap_lines $port | awk '$1 == "syn"' | head -n 1)
+		negot_kv P "$syn"
+		local cport=${P[sport]:-0} nonce=${P[smr_nonce]:-none}
+		synack=$(cap_lines $port | awk -v c="$cport" '$1 == "synack" && $0 ~ (" dport=" c " ")' | head -n 1)
+		t_diag "IPv$fam SYN:     $syn"
+		t_diag "IPv$fam SYN-ACK: $synack"
+		negot_kv P "$synack"
+		ck "IPv$fam SYN-ACK from the SMR listener: ExID, version, role" \
+			"${P[smr_exid]:-none}/${P[smr_ver]:-none}/${P[smr_role]:-none}" eq 534d5231/1/2
+		ck "IPv$fam SYN-ACK: the answer's value is proof(SYN's nonce)" "${P[answer]:-none}" eq proof
+		ck "IPv$fam SYN-ACK: proof differs from the nonce" "${P[smr_nonce]:-none}" ne "$nonce"
+		ck "IPv$fam SYN-ACK: no COOKIE flag" "${P[smr_flags]:-none}" eq 0
+		t_note "IPv$fam nonce $nonce -> answer ${P[smr]:-none}"
+	done
+	t_end
+}
+
+chk_echo_pair() {
+	ck_data
+	ck_fallback client C 13
+}
+
+case_echo() {
+	local r n
+	t_begin option_echoed
+	c2s=40000 s2c=40000
+	client_nb=1
+	r=$(b_call echo_start 5701)
+	ck "B's echoing middlebox (NFQUEUE) started" "$r" eq ok
+	pair echo4 5701 "-t tcp -n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
+	ck_summaries echo4 2
+	each_pair echo4 chk_echo_pair
+	ck "echo4 connections checked" "$pair_count" eq 2
+	ck_wire 5701 "${C[lport]:-0}" yes echo
+	pair echo6 5701 "-6 -t tcp -n 2 -s $c2s -r $s2c" "-6 -a $peer6 -n 2 -s $c2s -r $s2c"
+	ck_summaries echo6 2
+	each_pair echo6 chk_echo_pair
+	ck "echo6 connections checked" "$pair_count" eq 2
+	ck_wire 5701 "${C[lport]:-0}" yes echo
+	b_call echo_stop >"$work/echo_mb.out"
+	cp "$work/echo_mb.out" "$out/conns/"
+	t_file "middlebox" "$work/echo_mb.out" 8
+	n=$(grep -c '^echoed ' "$work/echo_mb.out")
+	ck "SYN-ACKs the middlebox echoed" "$n" ge 4
+	t_note "SYN-ACKs carried the SYN's option verbatim ($n echoed): client option_echoed, no handshake bytes, plain server got exactly the client's data (IPv4 and IPv6)"
+	t_end
+}
+
+chk_md5_plain_pair() {
+	ck_data
+	ck_fallback client C 3
+}
+
+chk_md5_smr_pair() {
+	ck_data
+	ck_fallback client C 3
+	ck_fallback server S 2
+}
+
+case_md5() {
+	local key=smr-negot-md5-key
+	c2s=30000 s2c=30000
+	client_nb=1
+	t_begin tcp_md5_plain
+	pair md5_plain 5801 "-t tcp -n 2 -m $key -P $self -s $c2s -r $s2c" \
+		"-a $peer -n 2 -m $key -s $c2s -r $s2c"
+	ck_summaries md5_plain 2
+	each_pair md5_plain chk_md5_plain_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5801 "${C[lport]:-0}" no none
+	ck "wire: the SYN carries TCP-MD5 (kind 19)" "$(tr ',' '\n' <<<"${P[kinds]:-}" | grep -cx 19)" eq 1
+	t_file "client" "$work/md5_plain.client" 2
+	t_note "TCP-MD5 on both ends, plain listener: client option_no_space, no option on the wire, data intact"
+	t_end
+
+	t_begin tcp_md5_smr
+	pair md5_smr 5802 "-n 2 -m $key -P $self -s $c2s -r $s2c" \
+		"-a $peer -n 2 -m $key -s $c2s -r $s2c"
+	ck_summaries md5_smr 2
+	each_pair md5_smr chk_md5_smr_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_wire 5802 "${C[lport]:-0}" no none
+	t_note "TCP-MD5 on both ends, SMR listener: client option_no_space, server peer_no_smr, data intact"
+	t_end
+}
+
+chk_reuseport_pair() {
+	ck_data
+	ck_negotiated
+	reuse_lst[${S[lst]}]=$(( ${reuse_lst[${S[lst]}]:-0} + 1 ))
+}
+
+case_reuseport() {
+	declare -gA reuse_lst=()
+	t_begin reuseport
+	c2s=20000 s2c=20000
+	client_nb=1
+	pair reuse 5901 "-L 2 -n 20 -s $c2s -r $s2c" "-a $peer -n 20 -s $c2s -r $s2c"
+	ck_summaries reuse 20
+	each_pair reuse chk_reuseport_pair
+	ck "connections checked" "$pair_count" eq 20
+	tokens_unique reuse
+	ck_no_spurious reuse
+	ck "connections accepted by listener 0" "${reuse_lst[0]:-0}" ge 1
+	ck "connections accepted by listener 1" "${reuse_lst[1]:-0}" ge 1
+	t_note "two SO_REUSEPORT SMR listeners: 20 conns negotiated, split ${reuse_lst[0]:-0}/${reuse_lst[1]:-0}, data intact"
+	t_end
+}
+
+chk_many_pair() {
+	ck_data
+	ck_negotiated
+	ck_early_send
+}
+
+case_many() {
+	local n=1000 el
+	t_begin many_connects
+	c2s=512 s2c=512
+	client_nb=1
+	order=both
+	early_ok=0
+	snap many.before
+	pair many 6001 "-n $n -B 4096 -T 240 -s $c2s -r $s2c" "-a $peer -n $n -T 240 -s $c2s -r $s2c" 300
+	snap many.after
+	ck_summaries many $n
+	each_pair many chk_many_pair
+	ck "connections checked" "$pair_count" eq $n
+	tokens_unique many
+	ck_no_spurious many
+	for h in a b; do
+		ck_deltas $h many.before many.after handshakes_started=$n \
+			handshakes_completed=$n handshakes_declined=0 handshakes_aborted=0 \
+			bad_options=0 fallback_rdma_unavailable=$n mode_tcp=$n mode_rdma=0 \
+			tcp_bytes_sent=$((n * 512)) tcp_bytes_received=$((n * 512)) \
+			sockets_active=0
+	done
+	ck_deltas a many.before many.after connects=$n accepts=0 sockets_created=$n
+	ck_deltas b many.before many.after accepts=$n connects=0 listens=1 \
+		sockets_created=$((n + 1))
+	el=$(grep '^summary ' "$work/many.client" | sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p')
+	t_note "$n simultaneous non-blocking SMR connects: all negotiated (rdma_unavailable) in ${el:-?} ms ($early_ok decided before the send() that followed connect()), data intact, counters moved by $n on each host (handshakes_started/completed, fallback_rdma_unavailable), sockets_active back to where it was"
+	t_diag "counters A before/after, B before/after:"
+	paste "$work/many.before.a" "$work/many.after.a" "$work/many.before.b" "$work/many.after.b" |
+		awk '{ printf "  %-28s %10s %10s   %10s %10s\n", $1, $2, $4, $6, $8 }' >>"$out/diag-$t_id.txt"
+	t_end
+}
+
+# Handshake timeouts, made certain by B dropping every segment that starts
+# with the handshake magic: the PROPOSAL never arrives.
+case_timeout_client() {
+	local r line
+	declare -A T
+	t_begin timeout_client
+	sysctl -qw net.smr.handshake_timeout_ms=1000
+	b_call sysctl net.smr.handshake_timeout_ms=5000 >/dev/null
+	r=$(b_call drop_hs 6101)
+	ck "nft rule dropping handshake segments on B" "$r" eq ok
+	snap tmo_c.before
+	r=$(b_call serve tmo_c -p 6101 -n 2 -s 0 -r 0 -T 40)
+	ck "B's server started" "$r" eq ok
+	"$probe" client -p 6101 -a "$peer" -b -n 1 -s 0 -r 0 -T 30 >"$work/tmo_c.client"
+	"$probe" client -p 6101 -a "$peer" -n 1 -s 0 -r 0 -T 30 >>"$work/tmo_c.client"
+	b_call result tmo_c 30 >"$work/tmo_c.server"
+	snap tmo_c.after
+	b_call nft_list >"$work/tmo_c.nft"
+	b_call nft_flush >/dev/null
+	cp "$work/tmo_c.client" "$work/tmo_c.server" "$out/conns/"
+	while read -r line; do
+		[ -n "$line" ] || continue
+		negot_kv T "$line"
+		local p="client #${T[idx]} (non-blocking)"
+		[ "${T[early_send]}" != - ] || p="client #${T[idx]} (blocking)"
+		ck "$p: connect error" "${T[err]}@${T[at]}" eq ECONNRESET@connect
+		[ "${T[early_send]}" != - ] ||
+			ck "$p: connect() return value (-1 and errno ECONNRESET)" "${T[connect_ret]}" eq -1
+		ck "$p: reason" "${T[reason]}" eq 7
+		ck "$p: handshake messages sent/received" "${T[hs_sent]}/${T[hs_recv]}" eq 1/0
+		ck "$p: ms until connect failed" "${T[t_ms]}" ge 900
+		ck "$p: ms until connect failed" "${T[t_ms]}" le 4500
+		ck "$p: bytes" "${T[tx]}/${T[rx]}" eq 0/0
+		t_note "$p: ${T[err]} after ${T[t_ms]} ms, reason ${T[reason]}, mode ${T[mode]}"
+	done <<<"$(grep '^conn ' "$work/tmo_c.client")"
+	ck "client connections" "$(grep -c '^conn ' "$work/tmo_c.client")" eq 2
+	while read -r line; do
+		[ -n "$line" ] || continue
+		negot_kv T "$line"
+		ck "server #${T[idx]}: application bytes received" "${T[rx]}" eq 0
+		ck "server #${T[idx]}: handshake messages sent" "${T[hs_sent]}" eq 0
+		t_note "server #${T[idx]}: reason ${T[reason]}, ended ${T[err]}@${T[at]}"
+	done <<<"$(grep '^conn ' "$work/tmo_c.server")"
+	ck "server connections accepted" "$(grep -c '^conn ' "$work/tmo_c.server")" eq 2
+	ck "handshake segments B dropped" "$(grep -o 'counter packets [0-9]*' "$work/tmo_c.nft" | head -n 1 | awk '{ print $3 }')" ge 2
+	ck_deltas a tmo_c.before tmo_c.after handshakes_started=2 handshakes_aborted=2 \
+		handshakes_completed=0
+	t_file "clients" "$work/tmo_c.client"
+	t_file "server" "$work/tmo_c.server"
+	sysctl -qw net.smr.handshake_timeout_ms=3000
+	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	t_end
+}
+
+case_timeout_server() {
+	local r line
+	declare -A T
+	t_begin timeout_server
+	sysctl -qw net.smr.handshake_timeout_ms=5000
+	b_call sysctl net.smr.handshake_timeout_ms=1000 >/dev/null
+	r=$(b_call drop_hs 6102)
+	ck "nft rule dropping handshake segments on B" "$r" eq ok
+	snap tmo_s.before
+	# the server waits for the client's bytes: it never sends a byte
+	r=$(b_call serve tmo_s -p 6102 -n 1 -o client-first -s 100 -r 100 -T 40)
+	ck "B's server started" "$r" eq ok
+	"$probe" client -p 6102 -a "$peer" -b -n 1 -o client-first -s 100 -r 100 -T 30 >"$work/tmo_s.client"
+	b_call result tmo_s 30 >"$work/tmo_s.server"
+	snap tmo_s.after
+	b_call nft_flush >/dev/null
+	cp "$work/tmo_s.client" "$work/tmo_s.server" "$out/conns/"
+	line=$(grep '^conn ' "$work/tmo_s.client" | head -n 1)
+	negot_kv T "$line"
+	ck "client: connect error" "${T[err]:-none}@${T[at]:-}" eq ECONNRESET@connect
+	ck "client: connect() return value (-1 and errno ECONNRESET)" "${T[connect_ret]:-}" eq -1
+	ck "client: reason" "${T[reason]:-}" eq 7
+	ck "client: handshake messages sent/received" "${T[hs_sent]:-}/${T[hs_recv]:-}" eq 1/0
+	ck "client: ms until connect failed" "${T[t_ms]:-}" ge 4500
+	t_note "client: ${T[err]:-none} after ${T[t_ms]:-?} ms, reason ${T[reason]:-?}"
+	line=$(grep '^conn ' "$work/tmo_s.server" | head -n 1)
+	negot_kv T "$line"
+	ck "server: mode/reason" "${T[mode]:-}/${T[reason]:-}" eq 2/7
+	ck "server: handshake messages sent/received" "${T[hs_sent]:-}/${T[hs_recv]:-}" eq 0/0
+	ck "server: application bytes received" "${T[rx]:-}" eq 0
+	ck "server: the connection ended by the client's reset" "${T[err]:-}" in "ECONNRESET ENODATA"
+	t_note "server: fell back (handshake_timeout, nothing sent), then ${T[err]:-?}@${T[at]:-?} with 0 bytes"
+	ck_deltas b tmo_s.before tmo_s.after fallback_handshake_timeout=1 handshakes_aborted=0
+	ck_deltas a tmo_s.before tmo_s.after handshakes_aborted=1
+	t_file "client" "$work/tmo_s.client"
+	t_file "server" "$work/tmo_s.server"
+	sysctl -qw net.smr.handshake_timeout_ms=3000
+	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	t_end
+}
+
+# --- main --------------------------------------------------------------------
+
+for _ in $(seq 100); do
+	[ "$(b_call ping)" = pong ] && break
+	sleep 0.3
+done
+if [ "$(b_call ping)" != pong ]; then
+	log "host B's control service does not answer"
+	exit 1
+fi
+cap_start || exit 1
+snap run.start
+
+case_negotiated negotiated_v4_nb neg4nb 5101 4 0 both 4
+case_negotiated negotiated_v4_b neg4b 5102 4 1 both 4
+case_negotiated negotiated_v6_nb neg6nb 5103 6 0 both 4
+case_negotiated negotiated_v6_b neg6b 5104 6 1 both 4
+case_negotiated negotiated_server_first negsf 5105 4 0 server-first 2
+case_negotiated negotiated_client_first negcf 5106 6 1 client-first 2
+case_plain_server
+case_plain_client
+case_strip
+case_strip_server_first
+case_syn_cookies
+case_wire_syn
+case_wire_synack
+case_echo
+case_md5
+case_reuseport
+case_many
+case_timeout_client
+case_timeout_server
+
+snap run.end
+cp "$work/run.end.a" "$out/stats-a.end"
+cp "$work/run.end.b" "$out/stats-b.end"
+kill -INT "$tcpdump_pid" 2>/dev/null
+wait "$tcpdump_pid" 2>/dev/null
+cp "$pcap" "$out/syn.pcap"
+python3 "$NEGOT_DIR/negot_pcap.py" "$pcap" >"$out/syn.txt" 2>&1
+log "done"
+exit 0
