@@ -439,23 +439,31 @@ static ssize_t recv_upto(int fd, void *buf, size_t len, int timeout_ms)
 	return got;
 }
 
-/* Current mask, asked through epoll and through poll: both must agree. */
+/*
+ * Current mask, asked through epoll and through poll: both must agree. The
+ * state may move between the two questions (a connect completing), so they
+ * must agree on one of a few consecutive asks.
+ */
 static unsigned int mask_now(META, int fd)
 {
 	struct epoll_event ev = { .events = ALL_EVENTS }, out;
 	struct pollfd p = { .fd = fd, .events = ALL_EVENTS };
 	unsigned int emask = 0;
-	int ep, n;
+	int ep, n, tries;
 
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	ASSERT_LE(0, ep);
-	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
-	n = epoll_wait(ep, &out, 1, 0);
-	ASSERT_LE(0, n);
-	if (n == 1)
-		emask = out.events;
-	close(ep);
-	ASSERT_LE(0, poll(&p, 1, 0));
+	for (tries = 0; tries < 5; tries++) {
+		ep = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_LE(0, ep);
+		ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+		n = epoll_wait(ep, &out, 1, 0);
+		ASSERT_LE(0, n);
+		emask = n == 1 ? out.events : 0;
+		close(ep);
+		ASSERT_LE(0, poll(&p, 1, 0));
+		if (emask == (unsigned int)(unsigned short)p.revents)
+			break;
+		usleep(1000);
+	}
 	ASSERT_EQ(emask, (unsigned int)(unsigned short)p.revents)
 		TH_LOG("epoll and poll disagree: %#x vs %#x", emask, p.revents);
 	return emask;
