@@ -207,6 +207,7 @@ enum smr_stat {
 	SMR_STAT_HS_DECLINED,		/* a DECLINE sent or received */
 	SMR_STAT_HS_ABORTED,		/* connection reset by the handshake */
 	SMR_STAT_BAD_OPTIONS,		/* malformed SMR TCP options seen */
+	SMR_STAT_NEGOT_RECORDS,		/* negotiation records held now */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

@@ -47,6 +47,7 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_HS_DECLINED]		= "handshakes_declined",
 	[SMR_STAT_HS_ABORTED]		= "handshakes_aborted",
 	[SMR_STAT_BAD_OPTIONS]		= "bad_options",
+	[SMR_STAT_NEGOT_RECORDS]	= "negotiation_records",
 };
 
 /* counter names are "fallback_" + these; indexed by enum smr_reason */

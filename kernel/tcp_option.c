@@ -154,6 +154,7 @@ static void smr_negot_unlink(struct smr_negot *n)
 	hash_del(&n->hnode);
 	list_del(&n->age_node);
 	smr_negot_count--;
+	smr_stat_add(n->key.net, SMR_STAT_NEGOT_RECORDS, -1);
 	kfree_rcu(n, rcu);
 }
 
@@ -195,6 +196,7 @@ static bool smr_negot_record(const struct smr_tuple *key, u8 role, u32 nonce,
 	n->result = result;
 	hash_add(smr_negot_table, &n->hnode, hash);
 	list_add_tail(&n->age_node, &smr_negot_age_list);
+	smr_stat_inc(n->key.net, SMR_STAT_NEGOT_RECORDS);
 	if (!smr_negot_count++)
 		mod_delayed_work(system_wq, &smr_negot_gc_work,
 				 SMR_NEGOT_GC_PERIOD);

@@ -44,6 +44,7 @@ tests=(
 	"many_connects|1000 simultaneous non-blocking SMR connects: all negotiated, counters consistent"
 	"timeout_client|no ACCEPT comes: client resets after net.smr.handshake_timeout_ms, reason handshake_timeout"
 	"timeout_server|no PROPOSAL comes: server falls back (handshake_timeout), no bytes leak"
+	"declined|B without an RDMA device declines: client peer_declined (peer no_rdma_device), server no_rdma_device, data intact"
 	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"
 )
 

@@ -749,7 +749,7 @@ case_many() {
 			handshakes_completed=$n handshakes_declined=0 handshakes_aborted=0 \
 			bad_options=0 fallback_rdma_unavailable=$n mode_tcp=$n mode_rdma=0 \
 			tcp_bytes_sent=$((n * 512)) tcp_bytes_received=$((n * 512)) \
-			sockets_active=0
+			sockets_active=0 negotiation_records=0
 	done
 	ck_deltas a many.before many.after connects=$n accepts=0 sockets_created=$n
 	ck_deltas b many.before many.after accepts=$n connects=0 listens=1 \
@@ -759,6 +759,42 @@ case_many() {
 	t_diag "counters A before/after, B before/after:"
 	paste "$work/many.before.a" "$work/many.after.a" "$work/many.before.b" "$work/many.after.b" |
 		awk '{ printf "  %-28s %10s %10s   %10s %10s\n", $1, $2, $4, $6, $8 }' >>"$out/diag-$t_id.txt"
+	t_end
+}
+
+# A server without an RDMA device declines; both ends carry on over TCP.
+chk_decline_pair() {
+	ck_data
+	ck "$pair_ctx client mode/reason/peer_reason" \
+		"${C[mode]}/${C[reason]}/${C[peer_reason]}" eq 2/6/5
+	ck "$pair_ctx server mode/reason" "${S[mode]}/${S[reason]}" eq 2/5
+	ck "$pair_ctx client handshake messages sent/received" \
+		"${C[hs_sent]}/${C[hs_recv]}" eq 1/1
+	ck "$pair_ctx server handshake messages sent/received" \
+		"${S[hs_sent]}/${S[hs_recv]}" eq 1/1
+}
+
+case_decline() {
+	local r
+	t_begin declined
+	client_nb=1
+	order=both
+	c2s=65536 s2c=65536
+	r=$(b_call rxe_del)
+	ck "B's soft-RoCE device removed" "$r" eq ok
+	snap decl.before
+	pair decl 6201 "-n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
+	snap decl.after
+	r=$(b_call rxe_add)
+	ck "B's soft-RoCE device restored" "$r" eq ok
+	ck_summaries decl 2
+	each_pair decl chk_decline_pair
+	ck "connections checked" "$pair_count" eq 2
+	ck_deltas a decl.before decl.after handshakes_declined=2 \
+		fallback_peer_declined=2 handshakes_completed=0
+	ck_deltas b decl.before decl.after handshakes_declined=2 \
+		fallback_no_rdma_device=2 handshakes_completed=0
+	t_note "B without an RDMA device: DECLINE(no_rdma_device); client peer_declined/5, server no_rdma_device, data intact"
 	t_end
 }
 
@@ -889,6 +925,7 @@ case_reuseport
 case_many
 case_timeout_client
 case_timeout_server
+case_decline
 
 snap run.end
 cp "$work/run.end.a" "$out/stats-a.end"

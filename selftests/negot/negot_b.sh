@@ -170,6 +170,18 @@ b_nft_flush() {
 	echo ok
 }
 
+# Take B's soft-RoCE device away (and give it back): B then has no RDMA
+# device for its address and must decline.
+b_rxe_del() {
+	rdma link show 2>/dev/null |
+		sed -n 's/^link rxe0\/[0-9]* .* netdev \([^ ]*\).*/\1/p' >"$work/rxe.netdev"
+	[ -s "$work/rxe.netdev" ] && rdma link delete rxe0 && echo ok
+}
+
+b_rxe_add() {
+	rdma link add rxe0 type rxe netdev "$(cat "$work/rxe.netdev")" && echo ok
+}
+
 case ${1:-} in
 service)
 	mkdir -p "$work"
