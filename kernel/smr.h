@@ -54,14 +54,20 @@ enum smr_hs_state {
 	SMR_HS_DONE,		/* decided: @mode is set */
 };
 
+/* The inner sock callbacks SMR hooks (tcp_path.c). */
+enum smr_tcp_cb {
+	SMR_TCP_CB_ERROR_REPORT,
+	SMR_TCP_CB_DATA_READY,
+	SMR_TCP_CB_STATE_CHANGE,
+	SMR_TCP_CB_WRITE_SPACE,
+	SMR_TCP_CB_MAX,
+};
+
 struct smr_sock {
 	struct sock		sk;		/* must be first: smr_sk() casts */
 	struct socket		*tcp;		/* inner TCP socket (see above) */
 	/* inner sock's callbacks, restored in smr_tcp_release() */
-	void			(*tcp_saved_error_report)(struct sock *sk);
-	void			(*tcp_saved_data_ready)(struct sock *sk);
-	void			(*tcp_saved_state_change)(struct sock *sk);
-	void			(*tcp_saved_write_space)(struct sock *sk);
+	void			(*tcp_saved[SMR_TCP_CB_MAX])(struct sock *sk);
 	/* error copied from the inner sock into sk.sk_err, not yet consumed */
 	int			tcp_err_mirrored;
 	u8			mode;		/* enum smr_mode */

@@ -42,21 +42,16 @@
  * (or an accepted child that inherited a hook but not the owner) must
  * still do what TCP would have done.
  */
-static struct {
-	void (*error_report)(struct sock *sk);
-	void (*data_ready)(struct sock *sk);
-	void (*state_change)(struct sock *sk);
-	void (*write_space)(struct sock *sk);
-} smr_tcp_defaults;
+static void (*smr_tcp_defaults[SMR_TCP_CB_MAX])(struct sock *sk);
 
 static void smr_tcp_learn_defaults(const struct sock *tsk)
 {
-	if (READ_ONCE(smr_tcp_defaults.data_ready))
+	if (READ_ONCE(smr_tcp_defaults[SMR_TCP_CB_DATA_READY]))
 		return;
-	WRITE_ONCE(smr_tcp_defaults.error_report, tsk->sk_error_report);
-	WRITE_ONCE(smr_tcp_defaults.state_change, tsk->sk_state_change);
-	WRITE_ONCE(smr_tcp_defaults.write_space, tsk->sk_write_space);
-	WRITE_ONCE(smr_tcp_defaults.data_ready, tsk->sk_data_ready);
+	WRITE_ONCE(smr_tcp_defaults[SMR_TCP_CB_ERROR_REPORT], tsk->sk_error_report);
+	WRITE_ONCE(smr_tcp_defaults[SMR_TCP_CB_STATE_CHANGE], tsk->sk_state_change);
+	WRITE_ONCE(smr_tcp_defaults[SMR_TCP_CB_WRITE_SPACE], tsk->sk_write_space);
+	WRITE_ONCE(smr_tcp_defaults[SMR_TCP_CB_DATA_READY], tsk->sk_data_ready);
 }
 
 /* sk_user_data carries the owner, tagged so TCP's clones drop it */
@@ -77,14 +72,14 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk)
 /* Softirq or process context, with the inner sock locked by TCP. */
 static void smr_tcp_error_report(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.error_report);
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[SMR_TCP_CB_ERROR_REPORT]);
 	struct smr_sock *smr;
 	int err;
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	smr = smr_tcp_owner(tsk);
 	if (smr) {
-		saved = smr->tcp_saved_error_report;
+		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 		err = READ_ONCE(tsk->sk_err);
 		if (err) {
 			WRITE_ONCE(smr->tcp_err_mirrored, err);
@@ -107,51 +102,39 @@ bool smr_tcp_sock_is_smr(const struct sock *tsk)
 	return READ_ONCE(tsk->sk_error_report) == smr_tcp_error_report;
 }
 
-/* While negotiating: new bytes or a state change drive the handshake. */
-static void smr_tcp_hs_data_ready(struct sock *tsk)
+/*
+ * While negotiating, new bytes, a state change or an ACK that shrank the
+ * send queue (the client waits for CONFIRM's) drive the handshake; then
+ * whatever TCP would have called runs.
+ */
+static void smr_tcp_hs_event(struct sock *tsk, enum smr_tcp_cb cb)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.data_ready);
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[cb]);
 	struct smr_sock *smr;
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	smr = smr_tcp_owner(tsk);
 	if (smr) {
-		saved = smr->tcp_saved_data_ready;
+		saved = smr->tcp_saved[cb];
 		smr_hs_kick(smr);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 	saved(tsk);
+}
+
+static void smr_tcp_hs_data_ready(struct sock *tsk)
+{
+	smr_tcp_hs_event(tsk, SMR_TCP_CB_DATA_READY);
 }
 
 static void smr_tcp_hs_state_change(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.state_change);
-	struct smr_sock *smr;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_owner(tsk);
-	if (smr) {
-		saved = smr->tcp_saved_state_change;
-		smr_hs_kick(smr);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
-	saved(tsk);
+	smr_tcp_hs_event(tsk, SMR_TCP_CB_STATE_CHANGE);
 }
 
-/* An ACK shrank the send queue (the client waits for CONFIRM's ACK). */
 static void smr_tcp_hs_write_space(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.write_space);
-	struct smr_sock *smr;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_owner(tsk);
-	if (smr) {
-		saved = smr->tcp_saved_write_space;
-		smr_hs_kick(smr);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
-	saved(tsk);
+	smr_tcp_hs_event(tsk, SMR_TCP_CB_WRITE_SPACE);
 }
 
 /* Install (@on) or remove the negotiation callbacks. */
@@ -161,16 +144,16 @@ void smr_tcp_hook_negotiation(struct smr_sock *smr, bool on)
 
 	write_lock_bh(&tsk->sk_callback_lock);
 	if (on && tsk->sk_data_ready != smr_tcp_hs_data_ready) {
-		smr->tcp_saved_data_ready = tsk->sk_data_ready;
-		smr->tcp_saved_state_change = tsk->sk_state_change;
-		smr->tcp_saved_write_space = tsk->sk_write_space;
+		smr->tcp_saved[SMR_TCP_CB_DATA_READY] = tsk->sk_data_ready;
+		smr->tcp_saved[SMR_TCP_CB_STATE_CHANGE] = tsk->sk_state_change;
+		smr->tcp_saved[SMR_TCP_CB_WRITE_SPACE] = tsk->sk_write_space;
 		tsk->sk_data_ready = smr_tcp_hs_data_ready;
 		tsk->sk_state_change = smr_tcp_hs_state_change;
 		tsk->sk_write_space = smr_tcp_hs_write_space;
 	} else if (!on && tsk->sk_data_ready == smr_tcp_hs_data_ready) {
-		tsk->sk_data_ready = smr->tcp_saved_data_ready;
-		tsk->sk_state_change = smr->tcp_saved_state_change;
-		tsk->sk_write_space = smr->tcp_saved_write_space;
+		tsk->sk_data_ready = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
+		tsk->sk_state_change = smr->tcp_saved[SMR_TCP_CB_STATE_CHANGE];
+		tsk->sk_write_space = smr->tcp_saved[SMR_TCP_CB_WRITE_SPACE];
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);
 }
@@ -213,13 +196,13 @@ void smr_tcp_fresh_after_handshake(struct smr_sock *smr)
 /* A listener's inner sock: a queued child drives the accept work. */
 static void smr_tcp_listen_data_ready(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults.data_ready);
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[SMR_TCP_CB_DATA_READY]);
 	struct smr_sock *smr;
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	smr = smr_tcp_owner(tsk);
 	if (smr) {
-		saved = smr->tcp_saved_data_ready;
+		saved = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
 		if (queue_work(smr_wq, &smr->accept_work))
 			sock_hold(&smr->sk);
 	}
@@ -233,7 +216,7 @@ void smr_tcp_hook_listener(struct smr_sock *smr)
 
 	write_lock_bh(&tsk->sk_callback_lock);
 	if (tsk->sk_data_ready != smr_tcp_listen_data_ready) {
-		smr->tcp_saved_data_ready = tsk->sk_data_ready;
+		smr->tcp_saved[SMR_TCP_CB_DATA_READY] = tsk->sk_data_ready;
 		tsk->sk_data_ready = smr_tcp_listen_data_ready;
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);
@@ -249,15 +232,15 @@ void smr_tcp_attach(struct smr_sock *smr, struct socket *tcp)
 	/* a child of an SMR listener inherited the listener's hooks */
 	if (tsk->sk_data_ready == smr_tcp_listen_data_ready ||
 	    tsk->sk_data_ready == smr_tcp_hs_data_ready)
-		tsk->sk_data_ready = smr_tcp_defaults.data_ready;
+		tsk->sk_data_ready = smr_tcp_defaults[SMR_TCP_CB_DATA_READY];
 	if (tsk->sk_state_change == smr_tcp_hs_state_change)
-		tsk->sk_state_change = smr_tcp_defaults.state_change;
+		tsk->sk_state_change = smr_tcp_defaults[SMR_TCP_CB_STATE_CHANGE];
 	if (tsk->sk_write_space == smr_tcp_hs_write_space)
-		tsk->sk_write_space = smr_tcp_defaults.write_space;
+		tsk->sk_write_space = smr_tcp_defaults[SMR_TCP_CB_WRITE_SPACE];
 	if (tsk->sk_error_report == smr_tcp_error_report)
-		tsk->sk_error_report = smr_tcp_defaults.error_report;
+		tsk->sk_error_report = smr_tcp_defaults[SMR_TCP_CB_ERROR_REPORT];
 	smr_tcp_set_owner(tsk, smr);
-	smr->tcp_saved_error_report = tsk->sk_error_report;
+	smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT] = tsk->sk_error_report;
 	tsk->sk_error_report = smr_tcp_error_report;
 	write_unlock_bh(&tsk->sk_callback_lock);
 	if (smr->sk.sk_socket)
@@ -305,13 +288,13 @@ void smr_tcp_release(struct smr_sock *smr, bool reset)
 	tsk = tcp->sk;
 	write_lock_bh(&tsk->sk_callback_lock);
 	smr_tcp_set_owner(tsk, NULL);
-	tsk->sk_error_report = smr->tcp_saved_error_report;
+	tsk->sk_error_report = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 	if (tsk->sk_data_ready == smr_tcp_hs_data_ready) {
-		tsk->sk_data_ready = smr->tcp_saved_data_ready;
-		tsk->sk_state_change = smr->tcp_saved_state_change;
-		tsk->sk_write_space = smr->tcp_saved_write_space;
+		tsk->sk_data_ready = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
+		tsk->sk_state_change = smr->tcp_saved[SMR_TCP_CB_STATE_CHANGE];
+		tsk->sk_write_space = smr->tcp_saved[SMR_TCP_CB_WRITE_SPACE];
 	} else if (tsk->sk_data_ready == smr_tcp_listen_data_ready) {
-		tsk->sk_data_ready = smr->tcp_saved_data_ready;
+		tsk->sk_data_ready = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);
 
