@@ -46,12 +46,17 @@ static int __init smr_init(void)
 	err = smr_option_init();
 	if (err)
 		goto err_hs;
-	err = smr_af_init();
+	err = smr_ib_init();
 	if (err)
 		goto err_option;
+	err = smr_af_init();
+	if (err)
+		goto err_ib;
 	pr_info("smr: address family %d registered\n", smr_family);
 	return 0;
 
+err_ib:
+	smr_ib_exit();
 err_option:
 	smr_option_exit();
 err_hs:
@@ -72,6 +77,7 @@ err_stats:
 static void __exit smr_exit(void)
 {
 	smr_af_exit();
+	smr_ib_exit();
 	smr_option_exit();
 	smr_hs_exit();
 	destroy_workqueue(smr_wq);

@@ -181,6 +181,11 @@ void smr_tuple_of_sock(struct smr_tuple *t, const struct sock *sk);
 enum smr_negot_result smr_negot_take(const struct smr_tuple *key, u8 role);
 bool smr_rdma_dev_for_addr(struct net *net, const struct smr_tuple *t);
 
+/* ib_dev.c: RDMA devices and their ports */
+int smr_ib_init(void);
+void smr_ib_exit(void);
+int smr_ib_devices_show(struct seq_file *seq, void *v);
+
 /* handshake.c: the negotiation over the TCP stream */
 void smr_hs_init_sock(struct smr_sock *smr);
 void smr_hs_client_prepare(struct smr_sock *smr);

@@ -110,12 +110,14 @@ static int __net_init smr_net_init(struct net *net)
 	if (!sn->proc_dir)
 		goto err_stats;
 	if (!proc_create_net_single("stats", 0444, sn->proc_dir,
-				    smr_stats_show, NULL))
+				    smr_stats_show, NULL) ||
+	    !proc_create_net_single("devices", 0444, sn->proc_dir,
+				    smr_ib_devices_show, NULL))
 		goto err_dir;
 	return 0;
 
 err_dir:
-	remove_proc_entry("smr", net->proc_net);
+	remove_proc_subtree("smr", net->proc_net);
 err_stats:
 	free_percpu(sn->stats);
 	return -ENOMEM;

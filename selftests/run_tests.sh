@@ -86,12 +86,15 @@ suite_api() {
 suite_preload() {
 	run_suite preload 1 vm --hosts 1 -- "$repo/selftests/preload_test.sh"
 }
+suite_devices() {
+	run_suite devices 1 vm --hosts 1 -- "$repo/selftests/devices_test.sh"
+}
 suite_apps() { run_suite apps 0 "$repo/selftests/apps_test.sh"; }
 suite_negotiation() {
 	run_suite negotiation 0 "$repo/selftests/negotiation_test.sh"
 }
 
-all_suites=(build wire vm_run api preload negotiation apps)
+all_suites=(build wire vm_run api preload devices negotiation apps)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
 	printf '%s\n' "${all_suites[@]}"
 	exit 0

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: the RDMA devices and ports SMR may use, tracked as they come and go.
+ *
+ * An ib_client learns every RDMA device (soft-RoCE included) when it is
+ * registered or when SMR loads, and forgets it when it goes; an event
+ * handler per device follows its ports going up and down. The list is
+ * shown in /proc/net/smr/devices.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * smr_ib_lock (mutex) protects smr_ib_devs; entries are added in the
+ * client's add() and removed in its remove(), both in process context, and
+ * the IB core guarantees the device outlives the client's remove(). Port
+ * states are single bytes written by the event handler with WRITE_ONCE and
+ * read locklessly.
+ */
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+#include "smr.h"
+
+struct smr_ib_dev {
+	struct list_head	node;
+	struct ib_device	*ibdev;
+	struct ib_event_handler	event_handler;
+	u32			first_port;
+	u32			nports;
+	u8			port_state[];	/* enum ib_port_state */
+};
+
+static LIST_HEAD(smr_ib_devs);
+static DEFINE_MUTEX(smr_ib_lock);
+static struct ib_client smr_ib_client;
+
+static void smr_ib_event(struct ib_event_handler *handler,
+			 struct ib_event *event)
+{
+	struct smr_ib_dev *d = container_of(handler, struct smr_ib_dev,
+					    event_handler);
+	u32 port = event->element.port_num;
+	u8 state;
+
+	switch (event->event) {
+	case IB_EVENT_PORT_ACTIVE:
+		state = IB_PORT_ACTIVE;
+		break;
+	case IB_EVENT_PORT_ERR:
+		state = IB_PORT_DOWN;
+		break;
+	default:
+		return;
+	}
+	if (port < d->first_port || port - d->first_port >= d->nports)
+		return;
+	WRITE_ONCE(d->port_state[port - d->first_port], state);
+}
+
+static int smr_ib_add(struct ib_device *ibdev)
+{
+	u32 first = rdma_start_port(ibdev), last = rdma_end_port(ibdev);
+	struct ib_port_attr attr;
+	struct smr_ib_dev *d;
+	u32 port;
+
+	d = kzalloc(struct_size(d, port_state, last - first + 1), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	d->ibdev = ibdev;
+	d->first_port = first;
+	d->nports = last - first + 1;
+	for (port = first; port <= last; port++)
+		d->port_state[port - first] =
+			ib_query_port(ibdev, port, &attr) ? IB_PORT_NOP :
+							    attr.state;
+	INIT_IB_EVENT_HANDLER(&d->event_handler, ibdev, smr_ib_event);
+	ib_register_event_handler(&d->event_handler);
+	ib_set_client_data(ibdev, &smr_ib_client, d);
+	mutex_lock(&smr_ib_lock);
+	list_add_tail(&d->node, &smr_ib_devs);
+	mutex_unlock(&smr_ib_lock);
+	return 0;
+}
+
+static void smr_ib_remove(struct ib_device *ibdev, void *client_data)
+{
+	struct smr_ib_dev *d = client_data;
+
+	mutex_lock(&smr_ib_lock);
+	list_del(&d->node);
+	mutex_unlock(&smr_ib_lock);
+	ib_unregister_event_handler(&d->event_handler);
+	kfree(d);
+}
+
+static struct ib_client smr_ib_client = {
+	.name	= "smr",
+	.add	= smr_ib_add,
+	.remove	= smr_ib_remove,
+};
+
+static const char *smr_ib_state_name(u8 state)
+{
+	switch (state) {
+	case IB_PORT_DOWN:
+		return "DOWN";
+	case IB_PORT_INIT:
+		return "INIT";
+	case IB_PORT_ARMED:
+		return "ARMED";
+	case IB_PORT_ACTIVE:
+		return "ACTIVE";
+	case IB_PORT_ACTIVE_DEFER:
+		return "ACTIVE_DEFER";
+	default:
+		return "UNKNOWN";
+	}
+}
+
+/* /proc/net/smr/devices: "DEVICE PORT STATE NETDEV" per port. */
+int smr_ib_devices_show(struct seq_file *seq, void *v)
+{
+	struct smr_ib_dev *d;
+	u32 i;
+
+	mutex_lock(&smr_ib_lock);
+	list_for_each_entry(d, &smr_ib_devs, node) {
+		for (i = 0; i < d->nports; i++) {
+			const char *ndev_name = "-";
+#ifdef HAVE_IB_DEVICE_GET_NETDEV
+			struct net_device *ndev;
+
+			ndev = ib_device_get_netdev(d->ibdev, d->first_port + i);
+			if (ndev)
+				ndev_name = ndev->name;
+#endif
+			seq_printf(seq, "%s %u %s %s\n", dev_name(&d->ibdev->dev),
+				   d->first_port + i,
+				   smr_ib_state_name(READ_ONCE(d->port_state[i])),
+				   ndev_name);
+#ifdef HAVE_IB_DEVICE_GET_NETDEV
+			if (ndev)
+				dev_put(ndev);
+#endif
+		}
+	}
+	mutex_unlock(&smr_ib_lock);
+	return 0;
+}
+
+int smr_ib_init(void)
+{
+	return ib_register_client(&smr_ib_client);
+}
+
+void smr_ib_exit(void)
+{
+	ib_unregister_client(&smr_ib_client);
+}

@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# SMR's view of RDMA devices (/proc/net/smr/devices) follows them as they
+# come and go and as their ports go down and up. Runs inside a guest:
+#   scripts/vm-run --hosts 1 -- selftests/devices_test.sh
+# TAP on stdout; exit 0 iff all passed.
+set -uo pipefail
+
+n=0 fails=0
+tap() { # tap 0|1 description
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		fails=$((fails + 1))
+		sed 's/^/# /' /proc/net/smr/devices
+	fi
+}
+
+# wait_for PATTERN [absent]: until /proc/net/smr/devices has (or lacks) it
+wait_for() {
+	local i
+	for i in $(seq 50); do
+		if grep -qE "$1" /proc/net/smr/devices; then
+			[ "${2:-}" = absent ] || return 0
+		else
+			[ "${2:-}" = absent ] && return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+echo "TAP version 13"
+echo "1..6"
+nic=$(rdma link show | sed -n 's/^link rxe0\/[0-9]* .* netdev \([^ ]*\).*/\1/p')
+[ -n "$nic" ] || { echo "not ok 1 - rxe0 exists (rdma link show)"; exit 1; }
+
+wait_for "^rxe0 1 ACTIVE $nic\$"
+tap $? "rxe0 port 1 listed ACTIVE on $nic"
+
+ip link set "$nic" down
+wait_for "^rxe0 1 DOWN "
+tap $? "port goes DOWN with its netdev"
+ip link set "$nic" up
+wait_for "^rxe0 1 ACTIVE "
+tap $? "port comes back ACTIVE"
+
+rdma link delete rxe0
+wait_for "^rxe0 " absent
+tap $? "a removed device disappears"
+rdma link add rxe0 type rxe netdev "$nic"
+wait_for "^rxe0 1 ACTIVE $nic\$"
+tap $? "a new device appears, ACTIVE"
+
+# the list is the same from any network namespace (devices are shared)
+ip netns add smrdev
+ip netns exec smrdev grep -q "^rxe0 1 " /proc/net/smr/devices
+tap $? "a new network namespace sees the device too"
+ip netns del smrdev
+
+[ "$fails" -eq 0 ]
