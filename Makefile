@@ -7,6 +7,8 @@
 #   make all-kernels   build for 6.12 and 6.1 (6.1 in build/kernels/)
 #   make check         build everything and run the test suite in QEMU guests
 #   make demo          two guests, an unmodified app through smr_run
+#   make bench         tcp/smr/smc/verbs benchmark in two QEMU guests
+#                      (bench/README.md)
 #   make style         checkpatch --strict;  make sparse: C=1 on both kernels
 #   make install       install smr.ko, smr_run and its library on this machine
 #
@@ -21,7 +23,7 @@ KVER_OLD ?= 6.1
 KDIR ?= $(shell $(REPO)/scripts/kdir $(KVER_MAIN) 2>/dev/null)
 
 .PHONY: all modules deps all-kernels module-old user check selftests \
-	style sparse demo install clean
+	style sparse demo bench install clean
 
 all: modules
 
@@ -51,6 +53,9 @@ check: modules user
 
 demo: modules user
 	@$(REPO)/scripts/demo
+
+bench: modules user
+	@$(REPO)/scripts/bench
 
 style: deps
 	@$(REPO)/scripts/checkpatch-run
