@@ -27,6 +27,14 @@
  * whichever side consumes it first: SO_ERROR (clears the SMR copy; the inner
  * copy is dropped on the next syscall, smr_tcp_err_sync()) or a TCP call
  * (returns it from the inner sock; smr_tcp_err_consumed() drops the copy).
+ *
+ * Hooks: every hooked callback finds its SMR socket through the inner
+ * sk_user_data under the inner sk_callback_lock (read side), and hooks are
+ * installed and removed under its write side. While negotiating, the
+ * data_ready, state_change and write_space hooks kick the handshake work; a
+ * listener's data_ready hook kicks its accept work. TCP's accepted children
+ * inherit a listener's hooks but not its owner (NOCOPY), and are given TCP's
+ * own callbacks back before they are attached.
  */
 #include <linux/net.h>
 #include <linux/tcp.h>
