@@ -78,6 +78,13 @@ static void smr_mode_refresh(struct smr_sock *smr)
 		smr_set_mode(smr, SMR_MODE_TCP, SMR_REASON_NOT_NEGOTIATED);
 }
 
+/* The last reference is gone: nothing can find the sock any more. */
+static void smr_sock_destruct(struct sock *sk)
+{
+	smr_hs_forget_token(smr_sk(sk));
+	smr_conn_destruct(smr_sk(sk));
+}
+
 static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 				   int protocol, int kern)
 {
@@ -88,6 +95,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	if (!sk)
 		return NULL;
 	sock_init_data(sock, sk);
+	sk->sk_destruct = smr_sock_destruct;
 	sk->sk_type = SOCK_STREAM;	/* children are made without a socket */
 	sk->sk_protocol = protocol;
 	sk->sk_state = TCP_CLOSE;
@@ -99,6 +107,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	atomic64_set(&smr->rdma_bytes_sent, 0);
 	atomic64_set(&smr->rdma_bytes_received, 0);
 	smr_hs_init_sock(smr);
+	smr_conn_init(smr);
 	INIT_LIST_HEAD(&smr->accept_node);
 	INIT_LIST_HEAD(&smr->accept_pending);
 	INIT_LIST_HEAD(&smr->accept_ready);
@@ -114,7 +123,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 
 static void smr_sock_free(struct sock *sk)
 {
-	smr_hs_forget_token(smr_sk(sk));
+	smr_conn_stop_timers(smr_sk(sk));
 	smr_stat_add(sock_net(sk), SMR_STAT_SOCKETS_ACTIVE, -1);
 	sock_orphan(sk);
 	sk->sk_state = TCP_CLOSE;
@@ -125,6 +134,12 @@ static void smr_sock_free(struct sock *sk)
 static void smr_child_free(struct smr_sock *child)
 {
 	smr_hs_stop(child);
+	if (smr_conn_is_rdma(child)) {
+		smr_conn_abort(child, SMR_ABORT_LOCAL);
+		smr_conn_close(child);
+	} else {
+		smr_conn_unprepare(child);	/* a handshake cut short */
+	}
 	smr_tcp_release(child, true);
 	if (child->listener) {
 		sock_put(&child->listener->sk);
@@ -201,13 +216,19 @@ static int smr_create(struct net *net, struct socket *sock, int protocol,
 static int smr_release(struct socket *sock)
 {
 	struct sock *sk = sock->sk;
+	bool reset = false;
 
 	if (!sk)
 		return 0;
 	if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
 		smr_listener_stop(smr_sk(sk));
 	smr_hs_stop(smr_sk(sk));
-	smr_tcp_release(smr_sk(sk), false);
+	/* RDMA: the final CDC goes out first; a reset resets TCP too */
+	if (smr_conn_is_rdma(smr_sk(sk)))
+		reset = smr_conn_close(smr_sk(sk));
+	else
+		smr_conn_unprepare(smr_sk(sk));	/* a handshake cut short */
+	smr_tcp_release(smr_sk(sk), reset);
 	smr_sock_free(sk);
 	sock->sk = NULL;
 	return 0;
@@ -248,6 +269,10 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 		smr_hs_client_prepare(smr);
 	release_sock(&smr->sk);
 
+	/* RDMA: the disconnect resets it and TCP carries on alone */
+	if (addr && len >= sizeof(addr->sa_family) &&
+	    addr->sa_family == AF_UNSPEC && smr_conn_is_rdma(smr))
+		smr_conn_disconnect(smr);
 	err = tcp->ops->connect(tcp, addr, len, flags);
 	smr_tcp_err_consumed(smr, err);
 	/* connect(AF_UNSPEC) disconnects: TCP's answer is the answer */
@@ -551,6 +576,8 @@ static __poll_t smr_poll(struct file *file, struct socket *sock,
 	if (smr_hs_pending(smr) && !READ_ONCE(smr->sk.sk_err) &&
 	    smr_tcp_was_connected(smr))
 		return 0;
+	if (smr_conn_is_rdma(smr))
+		return smr_rx_poll(smr);
 	mask = tcp->ops->poll(file, tcp, NULL);
 	if (READ_ONCE(smr->sk.sk_err))
 		mask |= EPOLLERR;
@@ -561,7 +588,13 @@ static __poll_t smr_poll(struct file *file, struct socket *sock,
 static int smr_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 {
 	struct socket *tcp = smr_tcp_of(sock);
+	int err;
 
+	if (smr_conn_is_rdma(smr_sk(sock->sk))) {
+		err = smr_rx_ioctl(smr_sk(sock->sk), cmd, arg);
+		if (err != -ENOIOCTLCMD)
+			return err;
+	}
 	return tcp->ops->ioctl(tcp, cmd, arg);
 }
 
@@ -593,6 +626,26 @@ static int smr_shutdown(struct socket *sock, int how)
 	struct socket *tcp = smr_tcp_of(sock);
 	int err;
 
+	if (smr_conn_is_rdma(smr)) {
+		/*
+		 * The inner TCP connection shuts down alongside (its FIN carries
+		 * no data: EOF itself travels in the CDC), so its state and
+		 * TCP's answer (EINVAL, ENOTCONN once closed) are TCP's own.
+		 */
+		err = tcp->ops->shutdown(tcp, how);
+		if (err)
+			return err;
+		how++;		/* SHUT_RD 0 -> RCV_SHUTDOWN ... */
+		if (how & RCV_SHUTDOWN)
+			smr_rx_shutdown(smr);
+		if (how & SEND_SHUTDOWN) {
+			WRITE_ONCE(smr->sk.sk_shutdown,
+				   smr->sk.sk_shutdown | SEND_SHUTDOWN);
+			smr_tx_shutdown(smr);
+		}
+		smr_conn_wake(smr, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+		return 0;
+	}
 	/* TCP stops a listener on SHUT_RD: drop the phantom entry first */
 	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN &&
 	    (how == SHUT_RD || how == SHUT_RDWR))
@@ -617,9 +670,14 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 
 	if (level == SOL_SMR)
 		return -ENOPROTOOPT;
-	if (level != SOL_SOCKET)
-		return tcp->ops->setsockopt(tcp, level, optname, optval,
-					    optlen);
+	if (level != SOL_SOCKET) {
+		err = tcp->ops->setsockopt(tcp, level, optname, optval, optlen);
+		/* uncorking or TCP_NODELAY sends what was held back */
+		if (!err && level == SOL_TCP && smr_conn_is_rdma(smr) &&
+		    (optname == TCP_CORK || optname == TCP_NODELAY))
+			smr_tx_push(smr);
+		return err;
+	}
 
 	/*
 	 * TCP acts on the option; the SMR sock keeps a copy because
@@ -758,6 +816,8 @@ static int smr_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 					     msg->msg_flags & MSG_DONTWAIT));
 	if (ret)
 		return ret;
+	if (smr_conn_is_rdma(smr))
+		return smr_tx_sendmsg(smr, msg, len);
 	ret = tcp->ops->sendmsg(tcp, msg, len);
 	smr_tcp_err_consumed(smr, ret);
 	smr_count_bytes(smr, ret, true);
@@ -774,6 +834,8 @@ static int smr_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, flags & MSG_DONTWAIT));
 	if (ret)
 		return ret;
+	if (smr_conn_is_rdma(smr) && !(flags & MSG_ERRQUEUE))
+		return smr_rx_recvmsg(smr, msg, len, flags);
 	ret = tcp->ops->recvmsg(tcp, msg, len, flags);
 	smr_tcp_err_consumed(smr, ret);
 	if (!(flags & (MSG_PEEK | MSG_ERRQUEUE)))
@@ -794,6 +856,9 @@ static ssize_t smr_splice_read(struct socket *sock, loff_t *ppos,
 	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, nonblock));
 	if (ret)
 		return ret;
+	/* RDMA: the generic page-by-page copy through recvmsg() */
+	if (smr_conn_is_rdma(smr) && sock->file)
+		return smr_copy_splice_read(sock->file, ppos, pipe, len, flags);
 	smr_tcp_lend_file(sock, tcp);
 	ret = tcp->ops->splice_read(tcp, ppos, pipe, len, flags);
 	smr_tcp_err_consumed(smr, ret);

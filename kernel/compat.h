@@ -48,4 +48,21 @@ smr_register_sysctl(const char *path, struct ctl_table *table, size_t count)
 #endif
 }
 
+/*
+ * 6.5 renamed the generic read_iter-based splice helper to
+ * copy_splice_read(); 6.1 has generic_file_splice_read().
+ */
+#include <linux/fs.h>
+#include <linux/splice.h>
+static inline ssize_t smr_copy_splice_read(struct file *in, loff_t *ppos,
+					   struct pipe_inode_info *pipe,
+					   size_t len, unsigned int flags)
+{
+#ifdef HAVE_COPY_SPLICE_READ
+	return copy_splice_read(in, ppos, pipe, len, flags);
+#else
+	return generic_file_splice_read(in, ppos, pipe, len, flags);
+#endif
+}
+
 #endif /* _SMR_COMPAT_H */

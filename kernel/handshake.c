@@ -36,6 +36,9 @@
 int smr_hs_timeout_ms = 3000;
 static int smr_hs_timeout_min = 10;
 static int smr_hs_timeout_max = 600000;
+static int smr_link_idle_max = 24 * 3600 * 1000;
+static int smr_buf_max_min = SMR_HS_RMB_MIN;
+static int smr_buf_max_max = SMR_HS_RMB_MAX;
 
 static DEFINE_HASHTABLE(smr_token_table, 10);
 static DEFINE_SPINLOCK(smr_token_lock);
@@ -63,6 +66,27 @@ static u64 smr_hs_new_token(struct smr_sock *smr)
 		spin_unlock_bh(&smr_token_lock);
 	} while (!token || taken);
 	return token;
+}
+
+/*
+ * The socket whose local token is @token, with a reference, unless it is
+ * being destroyed (its token leaves the table in its destructor). Any
+ * context.
+ */
+struct smr_sock *smr_hs_token_lookup(u64 token)
+{
+	struct smr_sock *smr, *found = NULL;
+
+	spin_lock_bh(&smr_token_lock);
+	hash_for_each_possible(smr_token_table, smr, token_node, token) {
+		if (smr->local_token == token &&
+		    refcount_inc_not_zero(&smr->sk.sk_refcnt)) {
+			found = smr;
+			break;
+		}
+	}
+	spin_unlock_bh(&smr_token_lock);
+	return found;
 }
 
 void smr_hs_forget_token(struct smr_sock *smr)
@@ -123,6 +147,7 @@ static void smr_hs_finish(struct smr_sock *smr)
 /* Decided: use the TCP connection, for @reason. */
 static void smr_hs_fallback(struct smr_sock *smr, enum smr_reason reason)
 {
+	smr_conn_unprepare(smr);
 	smr_set_mode(smr, SMR_MODE_TCP, reason);
 	smr_hs_finish(smr);
 }
@@ -136,6 +161,7 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	struct sock *tsk = smr->tcp->sk;
 
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
+	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
 	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
@@ -274,13 +300,27 @@ static void smr_hs_peer_declined(struct smr_sock *smr,
 }
 
 /*
- * Both sides agreed and exchanged RMB descriptors. This version has no RDMA
- * data path yet, so the connection carries on over TCP, saying so.
+ * Both sides agreed and exchanged RMB descriptors: from now on the
+ * application's bytes travel by RDMA (unless the link died meanwhile).
  */
 static void smr_hs_agreed(struct smr_sock *smr)
 {
+	struct smr_conn *conn = &smr->conn;
+	bool ready;
+
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_COMPLETED);
-	smr_hs_fallback(smr, SMR_REASON_RDMA_UNAVAILABLE);
+	spin_lock_bh(&conn->lock);
+	ready = conn->active && conn->link && !conn->reset &&
+		conn->peer_rmb_size;
+	spin_unlock_bh(&conn->lock);
+	if (!ready) {
+		smr_hs_abort(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	smr_set_mode(smr, SMR_MODE_RDMA, SMR_REASON_NONE);
+	smr_hs_finish(smr);
+	/* bytes or a FIN may have come before the application looked */
+	smr_conn_wake(smr, EPOLLIN | EPOLLOUT);
 }
 
 static enum smr_reason smr_hs_reason_of(enum smr_negot_result res)
@@ -323,10 +363,11 @@ void smr_hs_client_abandon(struct smr_sock *smr)
 	smr_tcp_hook_negotiation(smr, false);
 }
 
+static void smr_hs_client_propose(struct smr_sock *smr);
+
 static void smr_hs_client_start(struct smr_sock *smr)
 {
 	struct sock *tsk = smr->tcp->sk;
-	struct smr_hs_msg msg = { .type = SMR_HS_PROPOSAL };
 	enum smr_negot_result res;
 	struct smr_tuple t;
 	int state = READ_ONCE(tsk->sk_state);
@@ -348,18 +389,41 @@ static void smr_hs_client_start(struct smr_sock *smr)
 	}
 
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_STARTED);
+	smr->conn.link = smr_link_get(smr, &t);
+	if (!smr->conn.link) {
+		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
+	smr_hs_arm_timer(smr);
+	smr_hs_client_propose(smr);
+}
+
+/* The link is up (or failed): propose RDMA on it, or decline. */
+static void smr_hs_client_propose(struct smr_sock *smr)
+{
+	struct smr_hs_msg msg = { .type = SMR_HS_PROPOSAL };
+	struct smr_link *link = smr->conn.link;
+
+	if (!link || smr_link_state(link) == SMR_LINK_DEAD) {
+		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	if (smr_link_state(link) != SMR_LINK_ACTIVE)
+		return;		/* kicked again when it is */
+
 	msg.proposal.max_version = SMR_HS_VERSION;
 	msg.proposal.caps = SMR_HS_CAP_RDMA;	/* we offered: we have one */
 	smr_hs_fill_addr(smr, &msg.proposal.addr);
 	msg.proposal.token = smr_hs_new_token(smr);
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
 	msg.proposal.rmb_size = smr->local_rmb_size;
+	msg.proposal.link_id = smr_link_peer_id(link);
 	if (smr_hs_send(smr, &msg)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
 	}
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_ACCEPT);
-	smr_hs_arm_timer(smr);
 	smr_hs_kick(smr);	/* the answer may be there already */
 }
 
@@ -382,9 +446,20 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	smr->peer_token = msg.accept.token;
 	smr->peer_rmb_size = msg.accept.rmb.size;
 
+	if (!smr->conn.link || smr_link_state(smr->conn.link) != SMR_LINK_ACTIVE) {
+		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	if (smr_conn_prepare(smr, smr->conn.link)) {
+		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
+		return;
+	}
+	smr_conn_set_peer(smr, &msg.accept.rmb);
+	smr_conn_start(smr);
+
 	confirm.confirm.token = smr->local_token;
 	confirm.confirm.token_echo = smr->peer_token;
-	confirm.confirm.rmb.size = smr->local_rmb_size;
+	smr_conn_fill_rmb(smr, &confirm.confirm.rmb);
 	if (smr_hs_send(smr, &confirm)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
@@ -422,6 +497,7 @@ void smr_hs_server_start(struct smr_sock *child)
 static void smr_hs_server_read_proposal(struct smr_sock *smr)
 {
 	struct smr_hs_msg msg, accept = { .type = SMR_HS_ACCEPT };
+	struct smr_tuple t;
 	int err;
 
 	err = smr_hs_recv(smr, &msg);
@@ -450,14 +526,26 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		smr_hs_decline(smr, SMR_REASON_NO_RDMA_DEVICE);
 		return;
 	}
+	smr_tuple_of_sock(&t, smr->tcp->sk);
+	smr->conn.link = smr_link_find(smr, msg.proposal.link_id, &t);
+	if (!smr->conn.link) {
+		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	smr->local_rmb_size = smr_hs_rmb_size(smr);
+	if (smr_conn_prepare(smr, smr->conn.link)) {
+		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
+		return;
+	}
+	/* the token goes in the table before the client can use it */
+	accept.accept.token = smr_hs_new_token(smr);
+	smr_conn_start(smr);
 
 	accept.accept.version = SMR_HS_VERSION;
 	accept.accept.caps = SMR_HS_CAP_RDMA;
 	smr_hs_fill_addr(smr, &accept.accept.addr);
-	accept.accept.token = smr_hs_new_token(smr);
 	accept.accept.token_echo = smr->peer_token;
-	smr->local_rmb_size = smr_hs_rmb_size(smr);
-	accept.accept.rmb.size = smr->local_rmb_size;
+	smr_conn_fill_rmb(smr, &accept.accept.rmb);
 	if (smr_hs_send(smr, &accept)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
@@ -485,6 +573,7 @@ static void smr_hs_server_read_confirm(struct smr_sock *smr)
 		return;
 	}
 	smr->peer_rmb_size = msg.confirm.rmb.size;
+	smr_conn_set_peer(smr, &msg.confirm.rmb);
 	/* the client waits for this ACK: don't let delayed ACKs stall it */
 	tcp_sock_set_quickack(smr->tcp->sk, 1);
 	smr_hs_agreed(smr);
@@ -510,6 +599,9 @@ static void smr_hs_work(struct work_struct *work)
 		break;
 	case SMR_HS_WAIT_ACKED:
 		smr_hs_client_acked(smr);
+		break;
+	case SMR_HS_WAIT_LINK:
+		smr_hs_client_propose(smr);
 		break;
 	default:
 		break;
@@ -582,6 +674,31 @@ static struct ctl_table smr_sysctl_table[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &smr_hs_timeout_min,
 		.extra2		= &smr_hs_timeout_max,
+	},
+	{
+		.procname	= "link_idle_timeout_ms",
+		.data		= &smr_link_idle_ms,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_hs_timeout_min,
+		.extra2		= &smr_link_idle_max,
+	},
+	{
+		.procname	= "buf_max",
+		.data		= &smr_buf_max,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_buf_max_min,
+		.extra2		= &smr_buf_max_max,
+	},
+	{
+		.procname	= "mem_max",
+		.data		= &smr_buf_mem_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
 	},
 	{ }
 };

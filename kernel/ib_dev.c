@@ -90,6 +90,8 @@ static void smr_ib_remove(struct ib_device *ibdev, void *client_data)
 {
 	struct smr_ib_dev *d = client_data;
 
+	/* before rdma_cm (registered earlier, removed later) lets go of it */
+	smr_link_devices_gone(ibdev);
 	mutex_lock(&smr_ib_lock);
 	list_del(&d->node);
 	mutex_unlock(&smr_ib_lock);

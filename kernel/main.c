@@ -49,12 +49,17 @@ static int __init smr_init(void)
 	err = smr_ib_init();
 	if (err)
 		goto err_option;
-	err = smr_af_init();
+	err = smr_link_init();
 	if (err)
 		goto err_ib;
+	err = smr_af_init();
+	if (err)
+		goto err_link;
 	pr_info("smr: address family %d registered\n", smr_family);
 	return 0;
 
+err_link:
+	smr_link_exit();
 err_ib:
 	smr_ib_exit();
 err_option:
@@ -77,6 +82,7 @@ err_stats:
 static void __exit smr_exit(void)
 {
 	smr_af_exit();
+	smr_link_exit();
 	smr_ib_exit();
 	smr_option_exit();
 	smr_hs_exit();

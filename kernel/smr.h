@@ -37,12 +37,18 @@
 #include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/net.h>
+#include <linux/scatterlist.h>
 #include <linux/timer.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 #include <linux/smr.h>
 
 #include "wire.h"
+
+struct seq_file;
+struct ib_send_wr;
+struct ib_device;
+struct ib_pd;
 
 enum smr_hs_state {
 	SMR_HS_IDLE,		/* not negotiating */
@@ -51,6 +57,7 @@ enum smr_hs_state {
 	SMR_HS_WAIT_PROPOSAL,	/* server child: answered the SYN */
 	SMR_HS_WAIT_CONFIRM,	/* server child: ACCEPT sent */
 	SMR_HS_WAIT_ACKED,	/* client: CONFIRM sent, until TCP acks it */
+	SMR_HS_WAIT_LINK,	/* client: the RDMA link to the peer comes up */
 	SMR_HS_DONE,		/* decided: @mode is set */
 };
 
@@ -61,6 +68,69 @@ enum smr_tcp_cb {
 	SMR_TCP_CB_STATE_CHANGE,
 	SMR_TCP_CB_WRITE_SPACE,
 	SMR_TCP_CB_MAX,
+};
+
+struct smr_link;
+struct smr_buf;
+
+/*
+ * A connection's RDMA state. Cursors are 64-bit byte counts that only grow;
+ * ring offsets are counts modulo the ring size (a power of two).
+ *
+ * @lock (BH-safe) protects the cursors, flags and @link_node; the buffers
+ * and @link are set under the SMR sock lock *and* @lock before the mode
+ * becomes RDMA and cleared the same way, so holders of either may use them.
+ * Lock order: SMR sock lock, then @lock, then the link's lock.
+ */
+struct smr_conn {
+	spinlock_t		lock;		/* see above */
+	struct smr_link		*link;		/* holds a link reference */
+	struct list_head	link_node;	/* on link->conns */
+	struct list_head	wait_node;	/* on link->tx_wait */
+	struct smr_buf		*sndbuf;	/* we copy into it, WRITE from it */
+	struct smr_buf		*rmb;		/* the peer WRITEs into it */
+	u64			peer_rmb_addr;
+	u32			peer_rmb_rkey;
+	u32			peer_rmb_size;
+
+	u64			tx_prod;	/* copied into sndbuf */
+	u64			tx_sent;	/* RDMA WRITE posted */
+	u64			tx_done;	/* WRITE completed: sndbuf free */
+	u64			tx_peer_cons;	/* peer consumed of its RMB */
+	u64			tx_urg;		/* urgent byte + 1, 0: none */
+	u16			tx_seq;
+	bool			tx_blocked;	/* told the peer we are blocked */
+	bool			tx_fin;		/* shutdown(WR)/close: send DONE */
+	bool			tx_fin_sent;
+	bool			tx_close;	/* send CLOSED with the FIN */
+	bool			tx_abort;	/* send ABORT */
+	bool			tx_final_sent;	/* CLOSED or ABORT went out */
+	bool			tx_queued;	/* on link->tx_wait */
+	bool			tx_more;	/* last send had MSG_MORE */
+	bool			tx_force;	/* cork timer fired: send all */
+	struct timer_list	cork_timer;	/* sends what a cork held back */
+	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
+	int			tcp_err;
+
+	u64			rx_prod;	/* peer wrote into our RMB */
+	u64			rx_cons;	/* the application read */
+	u64			rx_cons_sent;	/* last consumer cursor sent */
+	u64			rx_fin;		/* EOF after this count */
+	u64			rx_urg;		/* urgent byte + 1, 0: none */
+	u16			rx_seq;
+	bool			rx_seq_valid;
+	bool			rx_peer_blocked;
+	bool			rx_done;	/* peer: DONE_WRITING */
+	bool			rx_final;	/* peer: CLOSED or ABORT */
+	bool			rx_urg_read;	/* urgent byte taken by MSG_OOB */
+	bool			rx_shut;	/* shutdown(SHUT_RD) here */
+	u8			rx_urg_byte;
+
+	bool			active;		/* set up: RDMA may flow */
+	bool			reset;		/* aborted: ECONNRESET */
+	bool			holds_sock;	/* @active took a sock reference */
+	bool			user_closed;	/* the file is gone */
+	u8			abort_reason;	/* enum smr_conn_abort */
 };
 
 struct smr_sock {
@@ -108,12 +178,31 @@ struct smr_sock {
 	atomic64_t		bytes_received;
 	atomic64_t		rdma_bytes_sent;
 	atomic64_t		rdma_bytes_received;
+
+	struct smr_conn		conn;		/* the RDMA data path (conn.c) */
 };
 
 static inline struct smr_sock *smr_sk(const struct sock *sk)
 {
 	return (struct smr_sock *)sk;
 }
+
+/*
+ * Sleep until @cond (sock lock held by the caller, dropped while asleep),
+ * the timeout or a signal; wake-ups come through the SMR socket's queue.
+ */
+#define smr_wait_event(sk, timeo, cond)					\
+	({								\
+		DEFINE_WAIT_FUNC(__smr_wait, woken_wake_function);	\
+		struct sock *__smr_sk = (sk);				\
+		int __smr_rc;						\
+									\
+		add_wait_queue(sk_sleep(__smr_sk), &__smr_wait);	\
+		__smr_rc = sk_wait_event(__smr_sk, timeo, cond,		\
+					 &__smr_wait);			\
+		remove_wait_queue(sk_sleep(__smr_sk), &__smr_wait);	\
+		__smr_rc;						\
+	})
 
 /* A connection's addresses as its packets carry them (v4 as v4-mapped). */
 struct smr_tuple {
@@ -181,6 +270,109 @@ void smr_tuple_of_sock(struct smr_tuple *t, const struct sock *sk);
 enum smr_negot_result smr_negot_take(const struct smr_tuple *key, u8 role);
 bool smr_rdma_dev_for_addr(struct net *net, const struct smr_tuple *t);
 
+/* link.c: RDMA links (one RC QP per peer) over rdma_cm */
+enum smr_link_state {
+	SMR_LINK_CONNECTING,
+	SMR_LINK_ACTIVE,
+	SMR_LINK_DEAD,
+};
+
+int smr_link_init(void);
+void smr_link_exit(void);
+struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t);
+struct smr_link *smr_link_find(struct smr_sock *smr, u32 id,
+			       const struct smr_tuple *t);
+void smr_link_put(struct smr_link *link);
+enum smr_link_state smr_link_state(const struct smr_link *link);
+u32 smr_link_peer_id(const struct smr_link *link);
+void smr_link_attach(struct smr_link *link, struct smr_sock *smr);
+void smr_link_detach(struct smr_link *link, struct smr_sock *smr);
+int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
+		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
+		      u64 tx_pos);
+int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr);
+void smr_link_wait_slot(struct smr_link *link, struct smr_sock *smr);
+void smr_link_devices_gone(struct ib_device *ibdev);
+int smr_links_show(struct seq_file *seq, void *v);
+int smr_conns_show(struct seq_file *seq, void *v);
+struct ib_pd *smr_link_pd(const struct smr_link *link);
+struct smr_buf_pool *smr_link_pool(struct smr_link *link);
+extern int smr_link_idle_ms;
+
+/* buf.c: registered send buffers and RMBs, pooled per link */
+struct smr_buf_pool {
+	spinlock_t		lock;		/* protects @free, @nfree */
+	struct list_head	free;		/* registered, unused buffers */
+	unsigned int		nfree;
+};
+
+struct smr_buf {
+	struct list_head	node;		/* on the pool's free list */
+	void			*cpu;		/* the ring, virtually contiguous */
+	u32			size;
+	bool			remote;		/* RMB: remote write allowed */
+	bool			registered;	/* MR valid: invalidate first */
+	struct sg_table		sgt;
+	int			nents;		/* DMA-mapped entries */
+	struct ib_mr		*mr;
+	struct ib_device	*dev;
+};
+
+void smr_buf_pool_init(struct smr_buf_pool *pool);
+void smr_buf_pool_destroy(struct smr_buf_pool *pool);
+struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
+			    u32 size, bool remote);
+void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf);
+void smr_buf_free(struct smr_buf *buf);
+u32 smr_buf_size_for(int sockbuf);
+extern long smr_buf_mem_max;
+extern int smr_buf_max;
+extern atomic_long_t smr_buf_mem_used;
+
+/* conn.c: a connection's RDMA life: setup, CDC handling, close, abort */
+enum smr_conn_abort {
+	SMR_ABORT_NONE,
+	SMR_ABORT_PEER,			/* the peer reset the connection */
+	SMR_ABORT_LINK,			/* the link failed */
+	SMR_ABORT_BAD_CDC,		/* a CDC broke the rules */
+	SMR_ABORT_LOCAL,		/* we reset it (SO_LINGER 0, unread data) */
+	SMR_ABORT_TCP,			/* the inner TCP connection failed */
+};
+
+void smr_conn_init(struct smr_sock *smr);
+int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link);
+void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb);
+void smr_conn_fill_rmb(struct smr_sock *smr, struct smr_hs_rmb *rmb);
+void smr_conn_start(struct smr_sock *smr);
+void smr_conn_unprepare(struct smr_sock *smr);
+void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len);
+void smr_conn_link_down(struct smr_sock *smr);
+void smr_conn_sent(struct smr_sock *smr, u64 tx_pos, bool ok);
+void smr_conn_abort(struct smr_sock *smr, enum smr_conn_abort why);
+bool smr_conn_close(struct smr_sock *smr);
+bool smr_conn_done_locked(struct smr_conn *conn);
+void smr_conn_reset_locked(struct smr_sock *smr, int err);
+void smr_conn_destruct(struct smr_sock *smr);
+bool smr_conn_is_rdma(const struct smr_sock *smr);
+void smr_conn_wake(struct smr_sock *smr, __poll_t mask);
+void smr_conn_write_space(struct smr_sock *smr);
+void smr_conn_tcp_failed(struct smr_sock *smr, int err);
+void smr_conn_disconnect(struct smr_sock *smr);
+void smr_conn_stop_timers(struct smr_sock *smr);
+
+/* tx.c / rx.c: the RDMA data path behind the socket calls */
+int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len);
+void smr_tx_push(struct smr_sock *smr);
+void smr_tx_push_locked(struct smr_sock *smr);
+void smr_tx_cork_expired(struct timer_list *t);
+int smr_tx_shutdown(struct smr_sock *smr);
+int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
+int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
+		   int flags);
+__poll_t smr_rx_poll(struct smr_sock *smr);
+int smr_rx_ioctl(struct smr_sock *smr, unsigned int cmd, unsigned long arg);
+void smr_rx_shutdown(struct smr_sock *smr);
+
 /* ib_dev.c: RDMA devices and their ports */
 int smr_ib_init(void);
 void smr_ib_exit(void);
@@ -196,6 +388,7 @@ void smr_hs_stop(struct smr_sock *smr);
 bool smr_hs_pending(const struct smr_sock *smr);
 int smr_hs_wait(struct smr_sock *smr, long timeo);
 void smr_hs_forget_token(struct smr_sock *smr);
+struct smr_sock *smr_hs_token_lookup(u64 token);
 int smr_hs_init(void);
 void smr_hs_exit(void);
 extern int smr_hs_timeout_ms;
@@ -219,6 +412,19 @@ enum smr_stat {
 	SMR_STAT_HS_ABORTED,		/* connection reset by the handshake */
 	SMR_STAT_BAD_OPTIONS,		/* malformed SMR TCP options seen */
 	SMR_STAT_NEGOT_RECORDS,		/* negotiation records held now */
+	SMR_STAT_LINKS_CREATED,		/* RDMA links set up (either side) */
+	SMR_STAT_LINKS_DESTROYED,
+	SMR_STAT_LINKS_FAILED,		/* links that died in error */
+	SMR_STAT_CDC_SENT,
+	SMR_STAT_CDC_RECEIVED,
+	SMR_STAT_CDC_STALE,		/* ignored: old sequence number */
+	SMR_STAT_CDC_BAD,		/* malformed or unknown connection */
+	SMR_STAT_CONN_ABORT_BAD_CDC,	/* connections aborted for a bad CDC */
+	SMR_STAT_CONN_ABORT_LINK,	/* connections lost with their link */
+	SMR_STAT_CONN_ABORT_PEER,	/* connections the peer reset */
+	SMR_STAT_BUF_ALLOCATED,		/* buffers registered */
+	SMR_STAT_BUF_REUSED,		/* buffers taken from a pool */
+	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

@@ -48,6 +48,19 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_HS_ABORTED]		= "handshakes_aborted",
 	[SMR_STAT_BAD_OPTIONS]		= "bad_options",
 	[SMR_STAT_NEGOT_RECORDS]	= "negotiation_records",
+	[SMR_STAT_LINKS_CREATED]	= "links_created",
+	[SMR_STAT_LINKS_DESTROYED]	= "links_destroyed",
+	[SMR_STAT_LINKS_FAILED]		= "links_failed",
+	[SMR_STAT_CDC_SENT]		= "cdc_sent",
+	[SMR_STAT_CDC_RECEIVED]		= "cdc_received",
+	[SMR_STAT_CDC_STALE]		= "cdc_stale",
+	[SMR_STAT_CDC_BAD]		= "cdc_bad",
+	[SMR_STAT_CONN_ABORT_BAD_CDC]	= "conn_abort_bad_cdc",
+	[SMR_STAT_CONN_ABORT_LINK]	= "conn_abort_link",
+	[SMR_STAT_CONN_ABORT_PEER]	= "conn_abort_peer",
+	[SMR_STAT_BUF_ALLOCATED]	= "buffers_allocated",
+	[SMR_STAT_BUF_REUSED]		= "buffers_reused",
+	[SMR_STAT_BUF_MEM_LIMIT]	= "buffers_mem_limit",
 };
 
 /* counter names are "fallback_" + these; indexed by enum smr_reason */
@@ -96,6 +109,8 @@ static int smr_stats_show(struct seq_file *seq, void *v)
 	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
 		seq_printf(seq, "fallback_%s %lld\n", smr_reason_names[i],
 			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
+	seq_printf(seq, "buffer_bytes_pinned %ld\n",
+		   atomic_long_read(&smr_buf_mem_used));
 	return 0;
 }
 
@@ -112,7 +127,11 @@ static int __net_init smr_net_init(struct net *net)
 	if (!proc_create_net_single("stats", 0444, sn->proc_dir,
 				    smr_stats_show, NULL) ||
 	    !proc_create_net_single("devices", 0444, sn->proc_dir,
-				    smr_ib_devices_show, NULL))
+				    smr_ib_devices_show, NULL) ||
+	    !proc_create_net_single("links", 0444, sn->proc_dir,
+				    smr_links_show, NULL) ||
+	    !proc_create_net_single("conns", 0444, sn->proc_dir,
+				    smr_conns_show, NULL))
 		goto err_dir;
 	return 0;
 

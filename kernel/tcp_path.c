@@ -89,7 +89,10 @@ static void smr_tcp_error_report(struct sock *tsk)
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 		err = READ_ONCE(tsk->sk_err);
-		if (err) {
+		if (err && smr_conn_is_rdma(smr)) {
+			/* the control connection failed: so does this one */
+			smr_conn_tcp_failed(smr, err);
+		} else if (err) {
 			WRITE_ONCE(smr->tcp_err_mirrored, err);
 			WRITE_ONCE(smr->sk.sk_err, err);
 		}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR wire formats: parse and build the TCP option and the handshake
- * messages described in Documentation/protocol.rst.
+ * SMR wire formats: parse and build the TCP option, the handshake
+ * messages and the CDC messages described in Documentation/protocol.rst,
+ * and convert the CDC's ring cursors to and from byte counts.
  *
  * Built into the module and, unchanged, into userspace unit tests and a
  * libFuzzer target, so it uses nothing but wire.h: no kernel or libc
@@ -175,7 +176,8 @@ void smr_opt_write(u8 *buf, const struct smr_opt *opt)
 #define SMR_HS_P_CAPS		9
 #define SMR_HS_P_TOKEN		44
 #define SMR_HS_P_RMB_SIZE	52
-#define SMR_HS_P_RESERVED	56
+#define SMR_HS_P_LINK_ID	56
+#define SMR_HS_P_RESERVED	60
 
 /* ACCEPT */
 #define SMR_HS_A_VERSION	8
@@ -246,6 +248,8 @@ static int smr_hs_validate(const struct smr_hs_msg *m)
 		if (err)
 			return err;
 		if (!smr_hs_rmb_size_ok(m->proposal.rmb_size))
+			return -SMR_WIRE_EFIELD;
+		if (!m->proposal.link_id)
 			return -SMR_WIRE_EFIELD;
 		if (!m->proposal.token)
 			return -SMR_WIRE_ETOKEN;
@@ -326,6 +330,7 @@ static int smr_hs_decode(const u8 *buf, struct smr_hs_msg *m)
 		m->proposal.caps = buf[SMR_HS_P_CAPS];
 		m->proposal.token = smr_get_be64(buf + SMR_HS_P_TOKEN);
 		m->proposal.rmb_size = smr_get_be32(buf + SMR_HS_P_RMB_SIZE);
+		m->proposal.link_id = smr_get_be32(buf + SMR_HS_P_LINK_ID);
 		return smr_hs_decode_addr(buf + SMR_HS_OFF_ADDR,
 					  &m->proposal.addr);
 	case SMR_HS_ACCEPT:
@@ -437,6 +442,7 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 		smr_hs_encode_addr(buf + SMR_HS_OFF_ADDR, &msg->proposal.addr);
 		smr_put_be64(buf + SMR_HS_P_TOKEN, msg->proposal.token);
 		smr_put_be32(buf + SMR_HS_P_RMB_SIZE, msg->proposal.rmb_size);
+		smr_put_be32(buf + SMR_HS_P_LINK_ID, msg->proposal.link_id);
 		break;
 	case SMR_HS_ACCEPT:
 		buf[SMR_HS_A_VERSION] = msg->accept.version;
@@ -457,4 +463,125 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 		break;
 	}
 	return len;
+}
+
+/* ---- CDC messages ---- */
+
+#define SMR_CDC_OFF_MAGIC	0
+#define SMR_CDC_OFF_VERSION	4
+#define SMR_CDC_OFF_FLAGS	5
+#define SMR_CDC_OFF_SEQ		6
+#define SMR_CDC_OFF_TOKEN	8
+#define SMR_CDC_OFF_PROD	16
+#define SMR_CDC_OFF_CONS	24
+#define SMR_CDC_OFF_URG		32
+#define SMR_CDC_OFF_RESERVED	40	/* u32, written 0, ignored on parse */
+
+/* a cursor on the wire: wrap (u32), count (u32) */
+#define SMR_CDC_CURSOR_COUNT	4
+
+static void smr_cdc_decode_cursor(const u8 *p, struct smr_cdc_cursor *c)
+{
+	c->wrap = smr_get_be32(p);
+	c->count = smr_get_be32(p + SMR_CDC_CURSOR_COUNT);
+}
+
+static void smr_cdc_encode_cursor(u8 *p, const struct smr_cdc_cursor *c)
+{
+	smr_put_be32(p, c->wrap);
+	smr_put_be32(p + SMR_CDC_CURSOR_COUNT, c->count);
+}
+
+int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out)
+{
+	struct smr_cdc c;
+
+	/* first: nothing below is read unless all SMR_CDC_LEN bytes are there */
+	if (len < SMR_CDC_LEN)
+		return -SMR_WIRE_ELENGTH;
+	if (smr_get_be32(buf + SMR_CDC_OFF_MAGIC) != SMR_CDC_MAGIC)
+		return -SMR_WIRE_EMAGIC;
+	if (buf[SMR_CDC_OFF_VERSION] != SMR_CDC_VERSION)
+		return -SMR_WIRE_EVERSION;
+
+	/* zeroed, padding included, so callers may compare whole structs */
+	__builtin_memset(&c, 0, sizeof(c));
+	c.token = smr_get_be64(buf + SMR_CDC_OFF_TOKEN);
+	if (!c.token)
+		return -SMR_WIRE_ETOKEN;
+	c.flags = buf[SMR_CDC_OFF_FLAGS];
+	c.seq = smr_get_be16(buf + SMR_CDC_OFF_SEQ);
+	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_PROD, &c.prod);
+	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_CONS, &c.cons);
+	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_URG, &c.urg);
+	*out = c;
+	return 0;
+}
+
+void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf)
+{
+	smr_put_be32(buf + SMR_CDC_OFF_MAGIC, SMR_CDC_MAGIC);
+	buf[SMR_CDC_OFF_VERSION] = SMR_CDC_VERSION;
+	buf[SMR_CDC_OFF_FLAGS] = cdc->flags;
+	smr_put_be16(buf + SMR_CDC_OFF_SEQ, cdc->seq);
+	smr_put_be64(buf + SMR_CDC_OFF_TOKEN, cdc->token);
+	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_PROD, &cdc->prod);
+	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_CONS, &cdc->cons);
+	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_URG, &cdc->urg);
+	smr_put_be32(buf + SMR_CDC_OFF_RESERVED, 0);
+}
+
+/* ---- ring cursors ---- */
+
+/*
+ * log2 of a ring size, or -1 if @size is not a power of two (every power
+ * of two a u32 holds is at most 2^31). Byte counts are 64-bit: cursors use
+ * this shift and a mask, never a u64 division, which the kernel allows only
+ * through div_u64() (32-bit builds have no helper for it).
+ */
+static int smr_ring_shift(u32 size)
+{
+	if (!size || (size & (size - 1)))
+		return -1;
+	return __builtin_ctz(size);
+}
+
+void smr_cursor_from_count(u64 count, u32 size, struct smr_cdc_cursor *c)
+{
+	int shift = smr_ring_shift(size);
+
+	/* outside the contract: a fixed cursor rather than undefined shifts */
+	if (shift < 0) {
+		c->wrap = 0;
+		c->count = 0;
+		return;
+	}
+	c->wrap = (u32)(count >> shift);
+	c->count = (u32)(count & (size - 1));
+}
+
+int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
+			u64 max, u64 *out)
+{
+	int shift = smr_ring_shift(size);
+	u64 prev_wraps, wraps, count;
+
+	if (shift < 0 || c->count >= size)
+		return -SMR_WIRE_EFIELD;
+	/*
+	 * The wire keeps the low 32 bits of the wrap count: the peer's cursor
+	 * is the one at or after @prev's wrap whose low bits match. A cursor
+	 * behind @prev's wrap comes out nearly 2^32 wraps ahead: beyond @max
+	 * whenever @max is less than that far past @prev, as it always is.
+	 */
+	prev_wraps = prev >> shift;
+	wraps = prev_wraps + (u32)(c->wrap - (u32)prev_wraps);
+	if (wraps < prev_wraps || wraps > (~0ull >> shift))
+		return -SMR_WIRE_EFIELD;	/* past 2^64 bytes */
+	/* the low @shift bits of wraps << shift are zero: no carry */
+	count = wraps << shift | c->count;
+	if (count < prev || count > max)
+		return -SMR_WIRE_EFIELD;
+	*out = count;
+	return 0;
 }

@@ -67,7 +67,7 @@ enum smr_hs_type {
 };
 
 /* exact total lengths (header + body + trailer) of version 1 messages */
-#define SMR_HS_PROPOSAL_LEN	64
+#define SMR_HS_PROPOSAL_LEN	68
 #define SMR_HS_ACCEPT_LEN	80
 #define SMR_HS_CONFIRM_LEN	44
 #define SMR_HS_DECLINE_LEN	24
@@ -109,6 +109,7 @@ struct smr_hs_msg {
 			struct smr_hs_addr	addr;
 			u64			token;		/* client's, non-zero */
 			u32			rmb_size;	/* planned */
+			u32			link_id;	/* server's id of the link */
 		} proposal;
 		struct {
 			u8			version;	/* chosen, 1 */
@@ -173,5 +174,57 @@ int smr_hs_check(const struct smr_hs_msg *msg, u8 expected, u64 my_token);
  * smr_hs_parse() of the output gives back @msg).
  */
 size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap);
+
+/* ---- CDC: connection data control, one IB SEND per message ---- */
+#define SMR_CDC_MAGIC		0x534d5243u	/* "SMRC" */
+#define SMR_CDC_VERSION		1
+#define SMR_CDC_LEN		44		/* version 1, exact */
+
+/* flags; unknown bits are ignored */
+#define SMR_CDC_F_WRITE_BLOCKED	0x01	/* sender has data the ring can't take */
+#define SMR_CDC_F_URGENT	0x02	/* @urg names the urgent byte */
+#define SMR_CDC_F_DONE_WRITING	0x04	/* no bytes after @prod: EOF */
+#define SMR_CDC_F_CLOSED	0x08	/* sender closed: no more reads/writes */
+#define SMR_CDC_F_ABORT		0x10	/* reset the connection */
+
+/* A ring position: how often the ring wrapped, offset in it. */
+struct smr_cdc_cursor {
+	u32	wrap;
+	u32	count;		/* < ring size */
+};
+
+struct smr_cdc {
+	u8			flags;		/* SMR_CDC_F_* */
+	u16			seq;		/* per connection and direction */
+	u64			token;		/* receiver's connection token */
+	struct smr_cdc_cursor	prod;		/* sender's writes into our RMB */
+	struct smr_cdc_cursor	cons;		/* sender's reads from its RMB */
+	struct smr_cdc_cursor	urg;		/* the urgent byte, if F_URGENT */
+};
+
+/*
+ * Parse one CDC message of @len bytes (what the receive completion said).
+ * 0 and @out filled, or -SMR_WIRE_EMAGIC / -SMR_WIRE_EVERSION /
+ * -SMR_WIRE_ELENGTH (shorter than SMR_CDC_LEN) / -SMR_WIRE_ETOKEN (token
+ * zero). Bytes past SMR_CDC_LEN are ignored. Cursor values are not checked
+ * here: only the connection knows its ring (smr_cursor_to_count()).
+ */
+int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out);
+/* Encode @cdc into SMR_CDC_LEN bytes at @buf. */
+void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf);
+
+/*
+ * Cursors on the wire carry a 32-bit wrap count; both ends keep 64-bit
+ * byte counts. smr_cursor_from_count() gives the cursor of byte count
+ * @count in a ring of @size bytes (a power of two, at most 2^31).
+ * smr_cursor_to_count() turns a peer's cursor back into a byte count,
+ * trusting nothing: @prev is the last count accepted for this cursor and
+ * @max the largest the peer may claim. Returns 0 and *@out with
+ * @prev <= *@out <= @max, or -SMR_WIRE_EFIELD (offset not below @size,
+ * cursor behind @prev or beyond @max, or @size not a power of two).
+ */
+void smr_cursor_from_count(u64 count, u32 size, struct smr_cdc_cursor *c);
+int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
+			u64 max, u64 *out);
 
 #endif /* _SMR_WIRE_H */

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: send buffers and RMBs (remote memory buffers).
+ *
+ * A buffer is a virtually contiguous ring (vzalloc) whose pages are
+ * DMA-mapped once and registered as a fast-registration MR on its link's
+ * protection domain: an RMB for remote write (the peer RDMA-WRITEs into it),
+ * a send buffer for local access only (our WRITEs read from it). Buffers
+ * are sized per socket from SO_RCVBUF / SO_SNDBUF (TCP's defaults and
+ * limits apply there), rounded down to a power of two and bounded by
+ * net.smr.buf_max and by what the device can register in one MR.
+ *
+ * A closed connection's buffers go back to its link's pool and are reused
+ * by the next connection of the same size and kind; reuse costs one
+ * invalidate + register work request pair with a new key (so a stale peer
+ * can never write into its successor's ring) and no allocation, mapping or
+ * MR creation. All buffers, pooled ones included, count against
+ * net.smr.mem_max (bytes pinned by the module on this host); a connection
+ * that would exceed it falls back to TCP (reason no_memory). Pools are
+ * freed with their link.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * pool->lock (BH) protects the free list. A buffer belongs to exactly one
+ * connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are freed in
+ * process context only (smr_buf_free() sleeps in MR deregistration).
+ */
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_verbs.h>
+
+#include "smr.h"
+
+long smr_buf_mem_max = 256L << 20;
+int smr_buf_max = 4 << 20;
+atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
+
+void smr_buf_pool_init(struct smr_buf_pool *pool)
+{
+	spin_lock_init(&pool->lock);
+	INIT_LIST_HEAD(&pool->free);
+	pool->nfree = 0;
+}
+
+/* A power of two in [SMR_HS_RMB_MIN, net.smr.buf_max] near @sockbuf. */
+u32 smr_buf_size_for(int sockbuf)
+{
+	u32 max = clamp_t(u32, READ_ONCE(smr_buf_max), SMR_HS_RMB_MIN,
+			  SMR_HS_RMB_MAX);
+	u32 size = clamp_t(u32, sockbuf > 0 ? sockbuf : 0, SMR_HS_RMB_MIN,
+			   max);
+
+	return rounddown_pow_of_two(size);
+}
+
+/* Largest buffer one MR of @dev can map. */
+static u32 smr_buf_dev_max(struct ib_device *dev)
+{
+	u64 max = (u64)dev->attrs.max_fast_reg_page_list_len << PAGE_SHIFT;
+
+	return max > SMR_HS_RMB_MAX ? SMR_HS_RMB_MAX :
+	       max ? rounddown_pow_of_two((u32)max) : 0;
+}
+
+void smr_buf_free(struct smr_buf *buf)
+{
+	if (buf->mr)
+		ib_dereg_mr(buf->mr);
+	if (buf->nents)
+		ib_dma_unmap_sg(buf->dev, buf->sgt.sgl, buf->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+	sg_free_table(&buf->sgt);
+	vfree(buf->cpu);
+	atomic_long_sub(buf->size, &smr_buf_mem_used);
+	kfree(buf);
+}
+
+static struct smr_buf *smr_buf_alloc(struct smr_link *link, u32 size,
+				     bool remote)
+{
+	struct ib_pd *pd = smr_link_pd(link);
+	unsigned int i, npages = size >> PAGE_SHIFT;
+	struct page **pages;
+	struct smr_buf *buf;
+	int err;
+
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return NULL;
+	buf->size = size;
+	buf->remote = remote;
+	buf->dev = pd->device;
+	atomic_long_add(size, &smr_buf_mem_used);
+	buf->cpu = vzalloc(size);
+	if (!buf->cpu)
+		goto err;
+
+	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		goto err;
+	for (i = 0; i < npages; i++)
+		pages[i] = vmalloc_to_page(buf->cpu + ((size_t)i << PAGE_SHIFT));
+	err = sg_alloc_table_from_pages(&buf->sgt, pages, npages, 0, size,
+					GFP_KERNEL);
+	kvfree(pages);
+	if (err)
+		goto err;
+	buf->nents = ib_dma_map_sg(buf->dev, buf->sgt.sgl, buf->sgt.orig_nents,
+				   DMA_BIDIRECTIONAL);
+	if (buf->nents <= 0) {
+		buf->nents = 0;
+		goto err;
+	}
+	buf->mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(buf->mr)) {
+		buf->mr = NULL;
+		goto err;
+	}
+	smr_stat_inc(&init_net, SMR_STAT_BUF_ALLOCATED);
+	return buf;
+
+err:
+	smr_buf_free(buf);
+	return NULL;
+}
+
+/*
+ * Register @buf under a fresh key: invalidate the old registration first if
+ * it had one, so that a key a former peer knew stops working.
+ */
+static int smr_buf_register(struct smr_link *link, struct smr_buf *buf)
+{
+	struct ib_send_wr inv = {};
+	struct ib_reg_wr reg = {};
+	int n, err;
+
+	n = ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL, PAGE_SIZE);
+	if (n != buf->nents)
+		return n < 0 ? n : -EINVAL;
+
+	if (buf->registered) {
+		inv.opcode = IB_WR_LOCAL_INV;
+		inv.ex.invalidate_rkey = buf->mr->rkey;
+		inv.next = &reg.wr;
+	}
+	ib_update_fast_reg_key(buf->mr, ib_inc_rkey(buf->mr->rkey));
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.mr = buf->mr;
+	reg.key = buf->mr->rkey;
+	reg.access = IB_ACCESS_LOCAL_WRITE;
+	if (buf->remote)
+		reg.access |= IB_ACCESS_REMOTE_WRITE;
+
+	err = smr_link_post_reg(link, buf->registered ? &inv : &reg.wr);
+	if (err) {
+		/* the MR's state is unknown now: never reuse it */
+		buf->registered = false;
+		return err;
+	}
+	buf->registered = true;
+	return 0;
+}
+
+/*
+ * A registered buffer of @size bytes for a connection on @link: from the
+ * pool if one fits, else new. Process context. NULL if memory or the
+ * module's limit (counted) does not allow it, or the link failed.
+ */
+struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
+			    u32 size, bool remote)
+{
+	struct smr_buf *buf = NULL, *b;
+	u32 dev_max = smr_buf_dev_max(smr_link_pd(link)->device);
+
+	if (size > dev_max)
+		size = dev_max;
+	if (size < SMR_HS_RMB_MIN)
+		return NULL;
+
+	spin_lock_bh(&pool->lock);
+	list_for_each_entry(b, &pool->free, node) {
+		if (b->size == size && b->remote == remote) {
+			list_del_init(&b->node);
+			pool->nfree--;
+			buf = b;
+			break;
+		}
+	}
+	spin_unlock_bh(&pool->lock);
+
+	if (buf) {
+		smr_stat_inc(&init_net, SMR_STAT_BUF_REUSED);
+	} else {
+		if (atomic_long_read(&smr_buf_mem_used) + size >
+		    READ_ONCE(smr_buf_mem_max)) {
+			/* pooled buffers of other sizes give way first */
+			smr_buf_pool_destroy(pool);
+			if (atomic_long_read(&smr_buf_mem_used) + size >
+			    READ_ONCE(smr_buf_mem_max)) {
+				smr_stat_inc(&init_net, SMR_STAT_BUF_MEM_LIMIT);
+				return NULL;
+			}
+		}
+		buf = smr_buf_alloc(link, size, remote);
+		if (!buf)
+			return NULL;
+	}
+	if (smr_buf_register(link, buf)) {
+		smr_buf_free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Any context: @buf's connection is done with it, and so is the peer. */
+void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf)
+{
+	spin_lock_bh(&pool->lock);
+	list_add(&buf->node, &pool->free);
+	pool->nfree++;
+	spin_unlock_bh(&pool->lock);
+}
+
+/* Process context: free every pooled buffer. */
+void smr_buf_pool_destroy(struct smr_buf_pool *pool)
+{
+	struct smr_buf *buf;
+
+	for (;;) {
+		spin_lock_bh(&pool->lock);
+		buf = list_first_entry_or_null(&pool->free, struct smr_buf,
+					       node);
+		if (buf) {
+			list_del_init(&buf->node);
+			pool->nfree--;
+		}
+		spin_unlock_bh(&pool->lock);
+		if (!buf)
+			break;
+		smr_buf_free(buf);
+	}
+}

@@ -1,0 +1,1088 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: RDMA links. A link is one RC queue pair between this host and a peer
+ * host, set up with rdma_cm and shared by every SMR connection between the
+ * two: the first connection to a peer creates it, later ones find it.
+ *
+ * The active side resolves the peer's TCP address (rdma_cm picks the RDMA
+ * device that routes to it: no configuration), connects to the module's
+ * rdma_cm listener on the peer (port cm_port) and learns the peer's link id
+ * from the reply's private data; the client names that id in its PROPOSAL
+ * so that both ends of a connection use the same queue pair.
+ *
+ * Each link owns a protection domain, one completion queue polled in
+ * softirq, a QP, CDC message slots (send) and posted CDC receives, all
+ * allocated and DMA-mapped once; the data path allocates nothing. Every
+ * CDC send is signalled and carries the count of unsignalled RDMA WRITEs
+ * posted ahead of it, so send queue credits come back in order.
+ *
+ * Links live in init_net only: rdma_cm ids pin their namespace, and a
+ * listener per namespace would keep every namespace alive forever.
+ * Sockets in other namespaces fall back to TCP (no_rdma_device).
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * smr_links_lock (BH) protects smr_links and the id IDR; a link is listed
+ * until it goes down. link->lock (BH) protects @state, @conns, @nconns,
+ * @free_slots, @sq_free and @tx_wait; posting to the QP happens under it, so
+ * a post never races with teardown. References (kref): the list holds one
+ * until teardown ends, every attached connection holds one, as do lookups
+ * and the queued teardown work. The rdma_cm id is destroyed by the
+ * teardown work only (never in its own handler), before the last
+ * reference can go, so the handler always finds its link.
+ *
+ * Teardown (process context, smr_wq): mark DEAD, drain the QP (every posted
+ * send and receive completes, flushed), detach and reset every connection
+ * under its sock lock, then free the pool, QP, CQ, messages, PD and id.
+ */
+#include <linux/idr.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/delay.h>
+#include <linux/module.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+
+#include "smr.h"
+
+#define SMR_LINK_SQ_DEPTH	256
+#define SMR_LINK_RQ_DEPTH	128
+#define SMR_LINK_WR_PER_CDC	4	/* up to three WRITEs and the CDC */
+#define SMR_LINK_SLOTS		(SMR_LINK_SQ_DEPTH / SMR_LINK_WR_PER_CDC)
+#define SMR_LINK_MSG_SIZE	64	/* per slot: room for a CDC */
+#define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
+#define SMR_CM_VERSION		1
+#define SMR_CM_PRIV_LEN		12
+#define SMR_CM_TIMEOUT_MS	2000
+
+static unsigned short smr_cm_port = 7609;
+module_param_named(cm_port, smr_cm_port, ushort, 0444);
+MODULE_PARM_DESC(cm_port, "rdma_cm port of SMR's link listener (default 7609)");
+
+int smr_link_idle_ms = 30000;
+
+struct smr_cdc_slot {
+	struct ib_cqe		cqe;
+	struct list_head	node;		/* on free_slots */
+	struct smr_sock		*smr;		/* sock reference while posted */
+	u64			tx_pos;		/* tx_sent once this completes */
+	unsigned int		nr_wr;
+	u8			*msg;
+	u64			dma;
+};
+
+struct smr_rx_slot {
+	struct ib_cqe		cqe;
+	u8			*msg;
+	u64			dma;
+};
+
+struct smr_link {
+	struct kref		ref;
+	struct list_head	node;		/* on smr_links until down */
+	u32			id;
+	u32			peer_id;
+	u8			state;		/* enum smr_link_state */
+	bool			active_side;	/* we connected */
+	bool			down;		/* teardown queued */
+	struct in6_addr		laddr;		/* v4-mapped for IPv4 */
+	struct in6_addr		raddr;
+	struct rdma_cm_id	*cm_id;
+	struct ib_device	*ibdev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	struct ib_qp		*qp;
+	spinlock_t		lock;		/* see "Locking" above */
+	struct list_head	conns;
+	unsigned int		nconns;
+	struct list_head	free_slots;
+	unsigned int		sq_free;
+	struct list_head	tx_wait;
+	u8			*msgs;
+	u64			msgs_dma;
+	bool			msgs_mapped;
+	struct smr_cdc_slot	slots[SMR_LINK_SLOTS];
+	struct smr_rx_slot	rx_slots[SMR_LINK_RQ_DEPTH];
+	struct smr_buf_pool	pool;
+	struct delayed_work	idle_work;
+	struct work_struct	teardown_work;
+};
+
+static void smr_link_teardown(struct work_struct *work);
+
+static LIST_HEAD(smr_links);
+static DEFINE_SPINLOCK(smr_links_lock);
+static DEFINE_IDR(smr_link_ids);
+static struct rdma_cm_id *smr_cm_listener;
+
+static void smr_link_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct smr_link, ref));
+}
+
+void smr_link_put(struct smr_link *link)
+{
+	kref_put(&link->ref, smr_link_release);
+}
+
+enum smr_link_state smr_link_state(const struct smr_link *link)
+{
+	return READ_ONCE(link->state);
+}
+
+u32 smr_link_peer_id(const struct smr_link *link)
+{
+	return READ_ONCE(link->peer_id);
+}
+
+struct ib_pd *smr_link_pd(const struct smr_link *link)
+{
+	return link->pd;
+}
+
+struct smr_buf_pool *smr_link_pool(struct smr_link *link)
+{
+	return &link->pool;
+}
+
+/* Any context: take the link down once; the work does the rest. */
+static void smr_link_down(struct smr_link *link)
+{
+	unsigned long flags;
+	bool queue;
+
+	spin_lock_irqsave(&link->lock, flags);
+	queue = !link->down;
+	link->down = true;
+	WRITE_ONCE(link->state, SMR_LINK_DEAD);
+	spin_unlock_irqrestore(&link->lock, flags);
+	if (!queue)
+		return;
+	kref_get(&link->ref);
+	queue_work(smr_wq, &link->teardown_work);
+}
+
+/* Kick every connection waiting on the link's setup. */
+static void smr_link_kick_conns(struct smr_link *link)
+{
+	struct smr_sock *smr;
+
+	spin_lock_bh(&link->lock);
+	list_for_each_entry(smr, &link->conns, conn.link_node)
+		smr_hs_kick(smr);
+	spin_unlock_bh(&link->lock);
+}
+
+static void smr_link_set_active(struct smr_link *link)
+{
+	spin_lock_bh(&link->lock);
+	if (link->state == SMR_LINK_CONNECTING)
+		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
+	spin_unlock_bh(&link->lock);
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
+	smr_link_kick_conns(link);
+}
+
+static void smr_link_idle(struct work_struct *work)
+{
+	struct smr_link *link = container_of(to_delayed_work(work),
+					     struct smr_link, idle_work);
+	bool idle;
+
+	spin_lock_bh(&link->lock);
+	idle = !link->nconns && link->state == SMR_LINK_ACTIVE;
+	spin_unlock_bh(&link->lock);
+	if (idle)
+		smr_link_down(link);
+	smr_link_put(link);	/* the queued work's reference */
+}
+
+void smr_link_attach(struct smr_link *link, struct smr_sock *smr)
+{
+	spin_lock_bh(&link->lock);
+	list_add_tail(&smr->conn.link_node, &link->conns);
+	link->nconns++;
+	spin_unlock_bh(&link->lock);
+}
+
+/* The connection no longer uses the link; an unused link idles out. */
+void smr_link_detach(struct smr_link *link, struct smr_sock *smr)
+{
+	bool arm = false;
+
+	spin_lock_bh(&link->lock);
+	if (!list_empty(&smr->conn.link_node)) {
+		list_del_init(&smr->conn.link_node);
+		link->nconns--;
+		arm = !link->nconns && link->state == SMR_LINK_ACTIVE;
+	}
+	if (smr->conn.tx_queued) {
+		list_del_init(&smr->conn.wait_node);
+		smr->conn.tx_queued = false;
+		__sock_put(&smr->sk);	/* the caller holds another */
+	}
+	/* a newly queued idle work holds a reference; a pending one has one */
+	if (arm && !mod_delayed_work(smr_wq, &link->idle_work,
+				     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
+		kref_get(&link->ref);
+	spin_unlock_bh(&link->lock);
+}
+
+/* ---- completions ---- */
+
+static void smr_link_wc_error(struct smr_link *link, struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		return;
+	pr_info_ratelimited("smr: link %u: work completion status %d (%s): link down\n",
+			    link->id, wc->status, ib_wc_status_msg(wc->status));
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	smr_link_down(link);
+}
+
+static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+	struct smr_cdc_slot *slot = container_of(wc->wr_cqe,
+						 struct smr_cdc_slot, cqe);
+	struct smr_sock *smr = slot->smr;
+	struct smr_sock *waiter;
+	LIST_HEAD(waiting);
+
+	if (wc->status != IB_WC_SUCCESS)
+		smr_link_wc_error(link, wc);
+
+	spin_lock_bh(&link->lock);
+	link->sq_free += slot->nr_wr;
+	slot->smr = NULL;
+	list_add(&slot->node, &link->free_slots);
+	list_splice_init(&link->tx_wait, &waiting);
+	list_for_each_entry(waiter, &waiting, conn.wait_node)
+		waiter->conn.tx_queued = false;
+	spin_unlock_bh(&link->lock);
+
+	smr_conn_sent(smr, slot->tx_pos, wc->status == IB_WC_SUCCESS);
+	sock_put(&smr->sk);	/* the slot's reference */
+
+	while (!list_empty(&waiting)) {
+		waiter = list_first_entry(&waiting, struct smr_sock,
+					  conn.wait_node);
+		list_del_init(&waiter->conn.wait_node);
+		smr_tx_push(waiter);
+		sock_put(&waiter->sk);	/* the wait list's reference */
+	}
+}
+
+static int smr_link_post_recv(struct smr_link *link, struct smr_rx_slot *rx)
+{
+	struct ib_sge sge = {
+		.addr	= rx->dma,
+		.length	= SMR_LINK_MSG_SIZE,
+		.lkey	= link->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe		= &rx->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+	};
+
+	return ib_post_recv(link->qp, &wr, NULL);
+}
+
+static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+	struct smr_rx_slot *rx = container_of(wc->wr_cqe, struct smr_rx_slot,
+					      cqe);
+
+	if (wc->status != IB_WC_SUCCESS) {
+		smr_link_wc_error(link, wc);
+		return;
+	}
+	ib_dma_sync_single_for_cpu(link->ibdev, rx->dma, SMR_LINK_MSG_SIZE,
+				   DMA_FROM_DEVICE);
+	smr_conn_cdc_recv(link, rx->msg, min_t(u32, wc->byte_len,
+					       SMR_LINK_MSG_SIZE));
+	ib_dma_sync_single_for_device(link->ibdev, rx->dma, SMR_LINK_MSG_SIZE,
+				      DMA_FROM_DEVICE);
+	if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
+	    smr_link_post_recv(link, rx))
+		smr_link_down(link);
+}
+
+struct smr_reg_ctx {
+	struct ib_cqe		cqe;
+	struct completion	done;
+	unsigned int		nr_wr;
+	int			status;
+};
+
+static void smr_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+	struct smr_reg_ctx *ctx = container_of(wc->wr_cqe, struct smr_reg_ctx,
+					       cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		smr_link_wc_error(link, wc);
+	spin_lock_bh(&link->lock);
+	link->sq_free += ctx->nr_wr;
+	spin_unlock_bh(&link->lock);
+	ctx->status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
+	complete(&ctx->done);
+}
+
+/*
+ * Post a memory registration chain (LOCAL_INV and/or REG_MR; the last one
+ * signalled here) and wait for it. Process context.
+ */
+int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
+{
+	struct smr_reg_ctx ctx = { .cqe.done = smr_link_reg_done };
+	const struct ib_send_wr *bad;
+	struct ib_send_wr *last = wr;
+	int err;
+
+	init_completion(&ctx.done);
+	ctx.nr_wr = 1;
+	while (last->next) {
+		last = last->next;
+		ctx.nr_wr++;
+	}
+	last->wr_cqe = &ctx.cqe;
+	last->send_flags |= IB_SEND_SIGNALED;
+
+	spin_lock_bh(&link->lock);
+	if (link->state != SMR_LINK_ACTIVE) {
+		err = -ENOTCONN;
+	} else if (link->sq_free < ctx.nr_wr) {
+		err = -EBUSY;
+	} else {
+		link->sq_free -= ctx.nr_wr;
+		err = ib_post_send(link->qp, wr, &bad);
+		if (err)
+			link->sq_free += ctx.nr_wr;
+	}
+	spin_unlock_bh(&link->lock);
+	if (err) {
+		if (err != -ENOTCONN && err != -EBUSY)
+			smr_link_down(link);
+		return err;
+	}
+	/* completes, or is flushed when the link goes down */
+	wait_for_completion(&ctx.done);
+	return ctx.status;
+}
+
+/*
+ * Post @writes (an unsignalled chain of RDMA WRITEs, or NULL) and then the
+ * CDC @cdc, in one call. Caller holds the connection's lock. Returns 0,
+ * -EAGAIN when no slot or send queue room is free (the caller waits with
+ * smr_link_wait_slot()), or -ENOTCONN when the link is not usable.
+ */
+int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
+		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
+		      u64 tx_pos)
+{
+	struct smr_cdc_slot *slot;
+	const struct ib_send_wr *bad;
+	struct ib_send_wr send = {}, *w, *first;
+	struct ib_sge sge;
+	unsigned int nr_wr = 1;
+	int err;
+
+	for (w = writes; w; w = w->next)
+		nr_wr++;
+
+	spin_lock(&link->lock);
+	if (link->state != SMR_LINK_ACTIVE) {
+		spin_unlock(&link->lock);
+		return -ENOTCONN;
+	}
+	slot = list_first_entry_or_null(&link->free_slots, struct smr_cdc_slot,
+					node);
+	if (!slot || link->sq_free < nr_wr) {
+		spin_unlock(&link->lock);
+		return -EAGAIN;
+	}
+	list_del(&slot->node);
+	link->sq_free -= nr_wr;
+
+	smr_cdc_build(cdc, slot->msg);
+	ib_dma_sync_single_for_device(link->ibdev, slot->dma, SMR_CDC_LEN,
+				      DMA_TO_DEVICE);
+	sock_hold(&smr->sk);
+	slot->smr = smr;
+	slot->tx_pos = tx_pos;
+	slot->nr_wr = nr_wr;
+
+	sge.addr = slot->dma;
+	sge.length = SMR_CDC_LEN;
+	sge.lkey = link->pd->local_dma_lkey;
+	send.wr_cqe = &slot->cqe;
+	send.sg_list = &sge;
+	send.num_sge = 1;
+	send.opcode = IB_WR_SEND;
+	send.send_flags = IB_SEND_SIGNALED;
+
+	first = &send;
+	if (writes) {
+		for (w = writes; w->next; w = w->next)
+			;
+		w->next = &send;
+		first = writes;
+	}
+	err = ib_post_send(link->qp, first, &bad);
+	if (err) {
+		/* a post only fails on a broken QP: the link goes */
+		link->sq_free += nr_wr;
+		slot->smr = NULL;
+		list_add(&slot->node, &link->free_slots);
+		spin_unlock(&link->lock);
+		sock_put(&smr->sk);
+		smr_link_down(link);
+		return -ENOTCONN;
+	}
+	spin_unlock(&link->lock);
+	smr_stat_inc(&init_net, SMR_STAT_CDC_SENT);
+	return 0;
+}
+
+/* No slot was free: push @smr again when one completes. */
+void smr_link_wait_slot(struct smr_link *link, struct smr_sock *smr)
+{
+	spin_lock(&link->lock);
+	if (!smr->conn.tx_queued && link->state != SMR_LINK_DEAD) {
+		sock_hold(&smr->sk);
+		list_add_tail(&smr->conn.wait_node, &link->tx_wait);
+		smr->conn.tx_queued = true;
+	}
+	spin_unlock(&link->lock);
+}
+
+static void smr_link_qp_event(struct ib_event *event, void *context)
+{
+	struct smr_link *link = context;
+
+	switch (event->event) {
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_DEVICE_FATAL:
+		pr_info_ratelimited("smr: link %u: %s: link down\n", link->id,
+				    ib_event_msg(event->event));
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- setup ---- */
+
+static struct smr_link *smr_link_alloc(bool active_side)
+{
+	struct smr_link *link;
+	int id;
+
+	link = kzalloc(sizeof(*link), GFP_KERNEL);
+	if (!link)
+		return NULL;
+	kref_init(&link->ref);		/* the list's reference */
+	INIT_LIST_HEAD(&link->node);
+	spin_lock_init(&link->lock);
+	INIT_LIST_HEAD(&link->conns);
+	INIT_LIST_HEAD(&link->free_slots);
+	INIT_LIST_HEAD(&link->tx_wait);
+	INIT_DELAYED_WORK(&link->idle_work, smr_link_idle);
+	INIT_WORK(&link->teardown_work, smr_link_teardown);
+	smr_buf_pool_init(&link->pool);
+	link->active_side = active_side;
+	link->state = SMR_LINK_CONNECTING;
+
+	idr_preload(GFP_KERNEL);
+	spin_lock_bh(&smr_links_lock);
+	id = idr_alloc_cyclic(&smr_link_ids, link, 1, 0, GFP_NOWAIT);
+	spin_unlock_bh(&smr_links_lock);
+	idr_preload_end();
+	if (id < 0) {
+		kfree(link);
+		return NULL;
+	}
+	link->id = id;
+	return link;
+}
+
+/* Free what smr_link_create_qp() made; the QP must be drained. */
+static void smr_link_free_resources(struct smr_link *link)
+{
+	if (link->qp)
+		rdma_destroy_qp(link->cm_id);
+	link->qp = NULL;
+	if (link->cq)
+		ib_free_cq(link->cq);
+	link->cq = NULL;
+	if (link->msgs_mapped)
+		ib_dma_unmap_single(link->ibdev, link->msgs_dma,
+				    (SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH) *
+				    SMR_LINK_MSG_SIZE, DMA_BIDIRECTIONAL);
+	link->msgs_mapped = false;
+	kfree(link->msgs);
+	link->msgs = NULL;
+	if (link->pd)
+		ib_dealloc_pd(link->pd);
+	link->pd = NULL;
+}
+
+static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr attr = {};
+	size_t len = (SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH) * SMR_LINK_MSG_SIZE;
+	int i, err;
+
+	link->ibdev = dev;
+	link->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(link->pd)) {
+		err = PTR_ERR(link->pd);
+		link->pd = NULL;
+		return err;
+	}
+	link->cq = ib_alloc_cq(dev, link, SMR_LINK_SQ_DEPTH +
+			       SMR_LINK_RQ_DEPTH + 1, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(link->cq)) {
+		err = PTR_ERR(link->cq);
+		link->cq = NULL;
+		goto err;
+	}
+	link->msgs = kzalloc(len, GFP_KERNEL);
+	if (!link->msgs) {
+		err = -ENOMEM;
+		goto err;
+	}
+	link->msgs_dma = ib_dma_map_single(dev, link->msgs, len,
+					   DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, link->msgs_dma)) {
+		err = -ENOMEM;
+		goto err;
+	}
+	link->msgs_mapped = true;
+
+	attr.event_handler = smr_link_qp_event;
+	attr.qp_context = link;
+	attr.send_cq = link->cq;
+	attr.recv_cq = link->cq;
+	attr.cap.max_send_wr = SMR_LINK_SQ_DEPTH;
+	attr.cap.max_recv_wr = SMR_LINK_RQ_DEPTH;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.qp_type = IB_QPT_RC;
+	err = rdma_create_qp(id, link->pd, &attr);
+	if (err)
+		goto err;
+	link->qp = id->qp;
+	link->sq_free = SMR_LINK_SQ_DEPTH;
+
+	for (i = 0; i < SMR_LINK_SLOTS; i++) {
+		struct smr_cdc_slot *slot = &link->slots[i];
+
+		slot->cqe.done = smr_link_send_done;
+		slot->msg = link->msgs + i * SMR_LINK_MSG_SIZE;
+		slot->dma = link->msgs_dma + i * SMR_LINK_MSG_SIZE;
+		list_add_tail(&slot->node, &link->free_slots);
+	}
+	for (i = 0; i < SMR_LINK_RQ_DEPTH; i++) {
+		struct smr_rx_slot *rx = &link->rx_slots[i];
+		size_t off = (SMR_LINK_SLOTS + i) * SMR_LINK_MSG_SIZE;
+
+		rx->cqe.done = smr_link_recv_done;
+		rx->msg = link->msgs + off;
+		rx->dma = link->msgs_dma + off;
+		err = smr_link_post_recv(link, rx);
+		if (err)
+			goto err_drain;
+	}
+	return 0;
+
+err_drain:
+	ib_drain_qp(link->qp);
+err:
+	smr_link_free_resources(link);
+	return err;
+}
+
+static void smr_put_be32(u8 *buf, u32 v)
+{
+	__be32 be = cpu_to_be32(v);
+
+	memcpy(buf, &be, sizeof(be));
+}
+
+static u32 smr_get_be32(const u8 *buf)
+{
+	__be32 be;
+
+	memcpy(&be, buf, sizeof(be));
+	return be32_to_cpu(be);
+}
+
+/* "SMRL", version, 3 reserved bytes, the sender's link id (big-endian) */
+static void smr_link_priv_build(u8 *buf, u32 id)
+{
+	smr_put_be32(buf, SMR_CM_MAGIC);
+	buf[4] = SMR_CM_VERSION;
+	buf[5] = 0;
+	buf[6] = 0;
+	buf[7] = 0;
+	smr_put_be32(buf + 8, id);
+}
+
+/* The peer's link id from rdma_cm private data, or 0 if it is not SMR's. */
+static u32 smr_link_priv_parse(const struct rdma_conn_param *p)
+{
+	const u8 *buf = p->private_data;
+
+	if (!buf || p->private_data_len < SMR_CM_PRIV_LEN ||
+	    smr_get_be32(buf) != SMR_CM_MAGIC || buf[4] != SMR_CM_VERSION)
+		return 0;
+	return smr_get_be32(buf + 8);
+}
+
+static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
+				u32 id)
+{
+	smr_link_priv_build(priv, id);
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = SMR_CM_PRIV_LEN;
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+}
+
+static void smr_addr_from_sockaddr(struct in6_addr *a,
+				   const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)sa)->sin_addr.s_addr,
+				       a);
+	else
+		*a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
+static void smr_link_list_add(struct smr_link *link)
+{
+	spin_lock_bh(&smr_links_lock);
+	list_add_tail(&link->node, &smr_links);
+	spin_unlock_bh(&smr_links_lock);
+}
+
+/* A peer connects to our listener: a passive link. */
+static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param param;
+	u8 priv[SMR_CM_PRIV_LEN];
+	struct smr_link *link;
+	u32 peer_id;
+	int err;
+
+	peer_id = smr_link_priv_parse(&ev->param.conn);
+	if (!peer_id) {
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		return -EPROTO;
+	}
+	link = smr_link_alloc(false);
+	if (!link)
+		return -ENOMEM;
+	link->peer_id = peer_id;
+	link->cm_id = id;
+	smr_addr_from_sockaddr(&link->laddr,
+			       (struct sockaddr *)&id->route.addr.src_addr);
+	smr_addr_from_sockaddr(&link->raddr,
+			       (struct sockaddr *)&id->route.addr.dst_addr);
+	err = smr_link_create_qp(link, id);
+	if (err)
+		goto err_free;
+	smr_link_conn_param(&param, priv, link->id);
+	id->context = link;
+	err = rdma_accept(id, &param);
+	if (err) {
+		id->context = NULL;
+		ib_drain_qp(link->qp);
+		smr_link_free_resources(link);
+		goto err_free;
+	}
+	/* the QP is ready to send once accepted; RTU follows */
+	smr_link_list_add(link);
+	smr_link_set_active(link);
+	return 0;
+
+err_free:
+	spin_lock_bh(&smr_links_lock);
+	idr_remove(&smr_link_ids, link->id);
+	spin_unlock_bh(&smr_links_lock);
+	kfree(link);
+	return err;	/* rdma_cm destroys the id */
+}
+
+static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct smr_link *link = id->context;
+	struct rdma_conn_param param;
+	u8 priv[SMR_CM_PRIV_LEN];
+	int err = 0;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return smr_link_accept(id, ev);
+	if (!link)
+		return 0;	/* the listener itself */
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		err = rdma_resolve_route(id, SMR_CM_TIMEOUT_MS);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		err = smr_link_create_qp(link, id);
+		if (err)
+			break;
+		smr_link_conn_param(&param, priv, link->id);
+		err = rdma_connect_locked(id, &param);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (link->active_side) {
+			link->peer_id = smr_link_priv_parse(&ev->param.conn);
+			if (!link->peer_id) {
+				err = -EPROTO;
+				break;
+			}
+			smr_link_set_active(link);
+		}
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		smr_link_down(link);
+		break;
+	default:
+		break;
+	}
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+	}
+	return 0;	/* the teardown work destroys the id, never rdma_cm */
+}
+
+/*
+ * The link to the peer of @t (a connection's addresses), attached to @smr:
+ * an existing one, or a new one whose setup has begun. NULL if none can be
+ * made. The caller's connection holds the returned reference.
+ */
+struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
+{
+	struct sockaddr_storage src = {}, dst = {};
+	struct smr_link *link;
+	struct rdma_cm_id *id;
+	int err;
+
+	if (!net_eq(t->net, &init_net))
+		return NULL;
+
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node) {
+		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		    ipv6_addr_equal(&link->raddr, &t->raddr) &&
+		    ipv6_addr_equal(&link->laddr, &t->laddr)) {
+			kref_get(&link->ref);
+			spin_unlock_bh(&smr_links_lock);
+			smr_link_attach(link, smr);
+			return link;
+		}
+	}
+	spin_unlock_bh(&smr_links_lock);
+
+	link = smr_link_alloc(true);
+	if (!link)
+		return NULL;
+	link->laddr = t->laddr;
+	link->raddr = t->raddr;
+	if (t->family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&src;
+		struct sockaddr_in *d = (struct sockaddr_in *)&dst;
+
+		s->sin_family = AF_INET;
+		s->sin_addr.s_addr = t->laddr.s6_addr32[3];
+		d->sin_family = AF_INET;
+		d->sin_addr.s_addr = t->raddr.s6_addr32[3];
+		d->sin_port = htons(smr_cm_port);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&src;
+		struct sockaddr_in6 *d = (struct sockaddr_in6 *)&dst;
+
+		s->sin6_family = AF_INET6;
+		s->sin6_addr = t->laddr;
+		d->sin6_family = AF_INET6;
+		d->sin6_addr = t->raddr;
+		d->sin6_port = htons(smr_cm_port);
+	}
+
+	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		spin_lock_bh(&smr_links_lock);
+		idr_remove(&smr_link_ids, link->id);
+		spin_unlock_bh(&smr_links_lock);
+		kfree(link);
+		return NULL;
+	}
+	link->cm_id = id;
+
+	/* listed first: a racing connection to the same peer waits on it */
+	spin_lock_bh(&smr_links_lock);
+	list_add_tail(&link->node, &smr_links);
+	spin_unlock_bh(&smr_links_lock);
+	kref_get(&link->ref);		/* the connection's */
+	smr_link_attach(link, smr);
+
+	err = rdma_resolve_addr(id, (struct sockaddr *)&src,
+				(struct sockaddr *)&dst, SMR_CM_TIMEOUT_MS);
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+	}
+	return link;
+}
+
+/*
+ * The server side: the link the client named by our id, if it is alive,
+ * leads to the connection's peer, and lives in its namespace. Attached to
+ * @smr with a reference, or NULL.
+ */
+struct smr_link *smr_link_find(struct smr_sock *smr, u32 id,
+			       const struct smr_tuple *t)
+{
+	struct smr_link *link;
+
+	if (!net_eq(t->net, &init_net))
+		return NULL;
+	spin_lock_bh(&smr_links_lock);
+	link = idr_find(&smr_link_ids, id);
+	if (link && (READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
+		     !ipv6_addr_equal(&link->raddr, &t->raddr) ||
+		     list_empty(&link->node)))
+		link = NULL;
+	if (link)
+		kref_get(&link->ref);
+	spin_unlock_bh(&smr_links_lock);
+	if (link)
+		smr_link_attach(link, smr);
+	return link;
+}
+
+/* ---- teardown ---- */
+
+static void smr_link_teardown(struct work_struct *work)
+{
+	struct smr_link *link = container_of(work, struct smr_link,
+					     teardown_work);
+	struct smr_sock *smr;
+	bool listed;
+
+	spin_lock_bh(&smr_links_lock);
+	listed = !list_empty(&link->node);
+	list_del_init(&link->node);
+	idr_remove(&smr_link_ids, link->id);
+	spin_unlock_bh(&smr_links_lock);
+
+	if (cancel_delayed_work_sync(&link->idle_work))
+		smr_link_put(link);
+	if (link->qp) {
+		rdma_disconnect(link->cm_id);
+		/* every posted send and receive completes (flushed) */
+		ib_drain_qp(link->qp);
+	}
+
+	/*
+	 * Reset and detach every connection, each under its sock lock. A sock
+	 * already being destroyed detaches itself (smr_conn_destruct()): wait
+	 * for it, its buffers come back to the pool freed below.
+	 */
+	for (;;) {
+		struct smr_sock *found = NULL;
+		bool dying = false;
+
+		spin_lock_bh(&link->lock);
+		list_for_each_entry(smr, &link->conns, conn.link_node) {
+			if (refcount_inc_not_zero(&smr->sk.sk_refcnt)) {
+				found = smr;
+				break;
+			}
+			dying = true;
+		}
+		if (found) {
+			list_del_init(&found->conn.link_node);
+			link->nconns--;
+		}
+		spin_unlock_bh(&link->lock);
+		if (found) {
+			smr_conn_link_down(found);
+			sock_put(&found->sk);
+		} else if (dying) {
+			usleep_range(1000, 2000);
+		} else {
+			break;
+		}
+	}
+
+	smr_buf_pool_destroy(&link->pool);
+	smr_link_free_resources(link);
+	rdma_destroy_id(link->cm_id);
+	link->cm_id = NULL;
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_DESTROYED);
+	if (listed)
+		smr_link_put(link);	/* the list's reference */
+	smr_link_put(link);		/* the work's reference */
+}
+
+/* ---- /proc/net/smr/links ---- */
+
+static const char *smr_link_state_name(u8 state)
+{
+	switch (state) {
+	case SMR_LINK_CONNECTING:
+		return "connecting";
+	case SMR_LINK_ACTIVE:
+		return "active";
+	default:
+		return "dead";
+	}
+}
+
+static void smr_seq_addr(struct seq_file *seq, const struct in6_addr *a)
+{
+	if (ipv6_addr_v4mapped(a))
+		seq_printf(seq, " %pI4", &a->s6_addr32[3]);
+	else
+		seq_printf(seq, " %pI6c", a);
+}
+
+int smr_links_show(struct seq_file *seq, void *v)
+{
+	struct smr_link *link;
+
+	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS\n");
+	if (!net_eq(seq_file_single_net(seq), &init_net))
+		return 0;	/* links live in init_net only */
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node) {
+		seq_printf(seq, "%u %u %s %s", link->id, READ_ONCE(link->peer_id),
+			   smr_link_state_name(READ_ONCE(link->state)),
+			   link->ibdev ? dev_name(&link->ibdev->dev) : "-");
+		smr_seq_addr(seq, &link->laddr);
+		smr_seq_addr(seq, &link->raddr);
+		seq_printf(seq, " %u\n", READ_ONCE(link->nconns));
+	}
+	spin_unlock_bh(&smr_links_lock);
+	return 0;
+}
+
+/*
+ * /proc/net/smr/conns: every connection attached to a link, with its
+ * cursors and close state (debugging what holds buffers).
+ */
+int smr_conns_show(struct seq_file *seq, void *v)
+{
+	struct smr_link *link;
+	struct smr_sock *smr;
+
+	seq_puts(seq, "LINK TOKEN PEER_TOKEN MODE ACTIVE RESET CLOSED FINAL_SENT PEER_FINAL TX_PROD TX_SENT TX_DONE PEER_CONS RX_PROD RX_CONS\n");
+	if (!net_eq(seq_file_single_net(seq), &init_net))
+		return 0;
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node) {
+		spin_lock(&link->lock);
+		list_for_each_entry(smr, &link->conns, conn.link_node) {
+			struct smr_conn *c = &smr->conn;
+
+			seq_printf(seq, "%u %016llx %016llx %u %u %u %u %u %u %llu %llu %llu %llu %llu %llu\n",
+				   link->id, smr->local_token, smr->peer_token,
+				   READ_ONCE(smr->mode), c->active, c->reset,
+				   c->user_closed, c->tx_final_sent, c->rx_final,
+				   c->tx_prod, c->tx_sent, c->tx_done,
+				   c->tx_peer_cons, c->rx_prod, c->rx_cons);
+		}
+		spin_unlock(&link->lock);
+	}
+	spin_unlock_bh(&smr_links_lock);
+	return 0;
+}
+
+/* An RDMA device goes: take its links down before rdma_cm tears it. */
+void smr_link_devices_gone(struct ib_device *ibdev)
+{
+	struct smr_link *link;
+
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node)
+		if (link->ibdev == ibdev || !ibdev)
+			smr_link_down(link);
+	spin_unlock_bh(&smr_links_lock);
+	flush_workqueue(smr_wq);
+}
+
+/* ---- module ---- */
+
+int smr_link_init(void)
+{
+	struct sockaddr_in6 any = {
+		.sin6_family	= AF_INET6,
+		.sin6_port	= htons(smr_cm_port),
+	};
+	struct rdma_cm_id *id;
+	int err;
+
+	id = rdma_create_id(&init_net, smr_cm_handler, NULL, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	/* one listener for IPv4 and IPv6 peers */
+	err = rdma_set_afonly(id, 0);
+	if (!err)
+		err = rdma_bind_addr(id, (struct sockaddr *)&any);
+	if (!err)
+		err = rdma_listen(id, 128);
+	if (err) {
+		pr_err("smr: rdma_cm listener on port %u: %d (choose another with cm_port=)\n",
+		       smr_cm_port, err);
+		rdma_destroy_id(id);
+		return err;
+	}
+	smr_cm_listener = id;
+	return 0;
+}
+
+/* No SMR socket has a file left; links may still carry closing ones. */
+void smr_link_exit(void)
+{
+	rdma_destroy_id(smr_cm_listener);
+	smr_link_devices_gone(NULL);
+	/* links that raced into the list behind the flush */
+	while (!list_empty_careful(&smr_links))
+		smr_link_devices_gone(NULL);
+	idr_destroy(&smr_link_ids);
+}

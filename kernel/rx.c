@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: receiving over RDMA.
+ *
+ * The peer WRITEs into our RMB and its CDC moves rx_prod (conn.c). recvmsg()
+ * copies from the ring to the application and advances rx_cons; the new
+ * consumer cursor goes back to the peer with the next CDC we send anyway,
+ * or on its own once a quarter of the ring was freed or when the peer said
+ * it is blocked: no message per read.
+ *
+ * TCP's receive semantics are kept: SO_RCVLOWAT and MSG_WAITALL targets,
+ * MSG_PEEK, MSG_TRUNC (discard), EOF after the peer's last byte, reads
+ * stopping at the urgent mark, the urgent byte out of band unless
+ * SO_OOBINLINE, and TCP's errors and poll bits.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * Readers run under the SMR sock lock (one reader copies at a time, and
+ * the link teardown, which frees the RMB, takes it too); cursors are read
+ * and written under conn->lock.
+ */
+#include <linux/net.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <asm/ioctls.h>
+#include <linux/sockios.h>
+#include <linux/uaccess.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "smr.h"
+
+/* Readable bytes from @pos, stopping before the urgent byte (TCP does). */
+static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
+{
+	u64 avail = conn->rx_prod - pos;
+	u64 mark = conn->rx_urg ? conn->rx_urg - 1 : 0;
+
+	*at_mark = conn->rx_urg && mark == pos;
+	if (conn->rx_urg && mark > pos && mark - pos < avail)
+		avail = mark - pos;
+	return avail;
+}
+
+static bool smr_rx_readable(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+
+	return conn->rx_prod != conn->rx_cons || conn->rx_done ||
+	       conn->reset || READ_ONCE(smr->sk.sk_err) ||
+	       (smr->sk.sk_shutdown & RCV_SHUTDOWN) || !conn->rmb;
+}
+
+/* recv(MSG_OOB): the urgent byte, as TCP hands it out. */
+static int smr_rx_recv_urgent(struct smr_sock *smr, struct msghdr *msg,
+			      size_t len, int flags)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+	int ret = -EINVAL;
+	u8 byte;
+
+	lock_sock(sk);
+	spin_lock_bh(&conn->lock);
+	if (sock_flag(sk, SOCK_URGINLINE) || !conn->rx_urg ||
+	    conn->rx_urg_read) {
+		ret = -EINVAL;
+	} else if (conn->rx_urg - 1 >= conn->rx_prod || !conn->rmb) {
+		ret = -EAGAIN;
+	} else {
+		byte = *((u8 *)conn->rmb->cpu +
+			 ((conn->rx_urg - 1) & (conn->rmb->size - 1)));
+		if (!(flags & MSG_PEEK))
+			conn->rx_urg_read = true;
+		ret = 1;
+	}
+	if (ret == -EINVAL && (sk->sk_shutdown & RCV_SHUTDOWN) &&
+	    !conn->rx_urg)
+		ret = 0;
+	spin_unlock_bh(&conn->lock);
+	release_sock(sk);
+
+	if (ret != 1)
+		return ret;
+	msg->msg_flags |= MSG_OOB;
+	if (len > 0) {
+		if (copy_to_iter(&byte, 1, &msg->msg_iter) != 1)
+			return -EFAULT;
+		return 1;
+	}
+	msg->msg_flags |= MSG_TRUNC;
+	return 0;
+}
+
+/* Copy @n bytes at byte count @pos from the RMB (two pieces at the wrap). */
+static int smr_rx_copy(struct smr_conn *conn, struct msghdr *msg, u64 pos,
+		       u32 n)
+{
+	u32 size = conn->rmb->size, off = pos & (size - 1);
+	u32 first = min(n, size - off);
+
+	if (copy_to_iter(conn->rmb->cpu + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (n > first &&
+	    copy_to_iter(conn->rmb->cpu, n - first, &msg->msg_iter) !=
+	    n - first)
+		return -EFAULT;
+	return 0;
+}
+
+int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
+		   int flags)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+	u64 peek = 0;
+	size_t copied = 0;
+	long timeo;
+	int target, err = 0;
+	bool push = false;
+
+	if (flags & MSG_OOB)
+		return smr_rx_recv_urgent(smr, msg, len, flags);
+
+	lock_sock(sk);
+	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+	do {
+		bool at_mark, eof;
+		u64 pos, avail;
+		u32 n;
+
+		spin_lock_bh(&conn->lock);
+		pos = conn->rx_cons + peek;
+		avail = conn->rmb ? smr_rx_avail(conn, pos, &at_mark) : 0;
+		if (avail && at_mark && !sock_flag(sk, SOCK_URGINLINE)) {
+			/* TCP stops at the mark, then skips the urgent byte */
+			if (copied) {
+				spin_unlock_bh(&conn->lock);
+				break;
+			}
+			if (flags & MSG_PEEK)
+				peek++;
+			else
+				conn->rx_cons++;
+			spin_unlock_bh(&conn->lock);
+			continue;
+		}
+		eof = conn->rx_done && pos == conn->rx_prod;
+		spin_unlock_bh(&conn->lock);
+
+		if (avail) {
+			n = min_t(u64, avail, len - copied);
+			if (!(flags & MSG_TRUNC)) {
+				err = smr_rx_copy(conn, msg, pos, n);
+				if (err)
+					break;
+			}
+			copied += n;
+			if (flags & MSG_PEEK) {
+				peek += n;
+				continue;
+			}
+			spin_lock_bh(&conn->lock);
+			conn->rx_cons += n;
+			if (conn->rx_peer_blocked ||
+			    conn->rx_cons - conn->rx_cons_sent >=
+			    conn->rmb->size / 4)
+				push = true;
+			spin_unlock_bh(&conn->lock);
+			atomic64_add(n, &smr->rdma_bytes_received);
+			atomic64_add(n, &smr->bytes_received);
+			smr_stat_add(sock_net(sk), SMR_STAT_RDMA_BYTES_RECEIVED,
+				     n);
+			continue;
+		}
+
+		if (copied >= target)
+			break;
+		/* as TCP: EOF after the peer's FIN wins over a later error */
+		if (eof)
+			break;
+		if (READ_ONCE(sk->sk_err)) {
+			if (!copied)
+				err = sock_error(sk);
+			break;
+		}
+		if (conn->reset || !conn->rmb || (sk->sk_shutdown & RCV_SHUTDOWN))
+			break;
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		if (push) {
+			smr_tx_push(smr);
+			push = false;
+		}
+		smr_wait_event(sk, &timeo, smr_rx_readable(smr) ||
+			       conn->rx_prod != conn->rx_cons + peek);
+	} while (copied < len);
+	release_sock(sk);
+	if (push)
+		smr_tx_push(smr);
+	if (copied)
+		return copied;
+	return err;
+}
+
+__poll_t smr_rx_poll(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+	u8 shutdown = READ_ONCE(sk->sk_shutdown);
+	__poll_t mask = 0;
+	bool at_mark;
+
+	spin_lock_bh(&conn->lock);
+	if (shutdown == SHUTDOWN_MASK)
+		mask |= EPOLLHUP;
+	if (shutdown & RCV_SHUTDOWN)
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
+	if (conn->rmb) {
+		u64 avail = smr_rx_avail(conn, conn->rx_cons, &at_mark);
+
+		if (avail >= sock_rcvlowat(sk, 0, INT_MAX) ||
+		    (avail && at_mark))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		if (conn->rx_urg && !conn->rx_urg_read &&
+		    conn->rx_urg - 1 >= conn->rx_cons)
+			mask |= EPOLLPRI;
+	}
+	if (!(shutdown & SEND_SHUTDOWN)) {
+		if (conn->sndbuf) {
+			u64 used = conn->tx_prod - conn->tx_done;
+			u64 free = conn->sndbuf->size - used;
+
+			/* as TCP: writable once a third of the queue is free */
+			if (free && free >= used / 2)
+				mask |= EPOLLOUT | EPOLLWRNORM;
+			else
+				set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		}
+	} else {
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	}
+	spin_unlock_bh(&conn->lock);
+	if (READ_ONCE(sk->sk_err))
+		mask |= EPOLLERR;
+	return mask;
+}
+
+/* SIOCINQ, SIOCOUTQ, SIOCOUTQNSD and SIOCATMARK; others go to TCP. */
+int smr_rx_ioctl(struct smr_sock *smr, unsigned int cmd, unsigned long arg)
+{
+	struct smr_conn *conn = &smr->conn;
+	bool at_mark;
+	u64 val;
+
+	spin_lock_bh(&conn->lock);
+	switch (cmd) {
+	case SIOCINQ:
+		val = conn->rx_prod - conn->rx_cons;
+		if (conn->rx_urg && conn->rx_urg - 1 >= conn->rx_cons &&
+		    conn->rx_urg - 1 < conn->rx_prod &&
+		    !sock_flag(&smr->sk, SOCK_URGINLINE))
+			val--;	/* TCP does not count the urgent byte */
+		break;
+	case SIOCOUTQ:
+		val = conn->tx_prod - conn->tx_done;
+		break;
+	case SIOCOUTQNSD:
+		val = conn->tx_prod - conn->tx_sent;
+		break;
+	case SIOCATMARK:
+		smr_rx_avail(conn, conn->rx_cons, &at_mark);
+		val = at_mark;
+		break;
+	default:
+		spin_unlock_bh(&conn->lock);
+		return -ENOIOCTLCMD;
+	}
+	spin_unlock_bh(&conn->lock);
+	return put_user(min_t(u64, val, INT_MAX), (int __user *)arg);
+}
+
+/* shutdown(SHUT_RD): reads return EOF; the peer is not told (as TCP). */
+void smr_rx_shutdown(struct smr_sock *smr)
+{
+	spin_lock_bh(&smr->conn.lock);
+	smr->conn.rx_shut = true;
+	spin_unlock_bh(&smr->conn.lock);
+	WRITE_ONCE(smr->sk.sk_shutdown, smr->sk.sk_shutdown | RCV_SHUTDOWN);
+	smr_conn_wake(smr, EPOLLIN | EPOLLRDNORM | EPOLLRDHUP);
+}

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: sending over RDMA.
+ *
+ * sendmsg() copies the application's bytes into the connection's send
+ * buffer (a ring registered once) and pushes: the bytes the peer's RMB has
+ * room for go out as RDMA WRITEs (one per contiguous piece: the two rings
+ * wrap at different places, so up to three) followed by one CDC carrying
+ * the new producer cursor. Nothing is allocated or registered per message.
+ *
+ * Coalescing follows the inner TCP socket's options: TCP_CORK and MSG_MORE
+ * hold small amounts back until uncorked or a full ring's worth; without
+ * TCP_NODELAY (Nagle) new bytes wait while an earlier CDC is in flight and
+ * go out together when it completes. FIN, urgent data and a blocked writer
+ * always push.
+ *
+ * Writers block (or get EAGAIN) when the send buffer is full, which happens
+ * exactly when the peer's RMB has been full long enough for the send
+ * buffer to fill behind it; they wake when a WRITE completes.
+ *
+ * Locking and lifetimes
+ * ---------------------
+ * sendmsg() runs under the SMR sock lock: one writer copies into the ring
+ * at a time, into space no posted WRITE still reads. The push runs under
+ * conn->lock from any context (sendmsg, CDC receipt, completions).
+ */
+#include <linux/net.h>
+#include <linux/sched/signal.h>
+#include <linux/tcp.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <rdma/ib_verbs.h>
+
+#include "smr.h"
+
+#define SMR_TX_MAX_WRITES	3
+
+/*
+ * The inner TCP socket's TCP_NODELAY and TCP_CORK (a bit-field, read
+ * locklessly: a stale answer only delays or hastens one push).
+ */
+static bool smr_tx_corked(const struct smr_sock *smr)
+{
+	unsigned int nonagle = tcp_sk(smr->tcp->sk)->nonagle;
+
+	return nonagle & TCP_NAGLE_CORK;
+}
+
+static bool smr_tx_nodelay(const struct smr_sock *smr)
+{
+	unsigned int nonagle = tcp_sk(smr->tcp->sk)->nonagle;
+
+	return nonagle & TCP_NAGLE_OFF;
+}
+
+/*
+ * Chain RDMA WRITEs for @len bytes starting at byte count @pos: the source
+ * is the send buffer, the target the peer's RMB. Returns the first WR.
+ */
+static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
+					      u32 len,
+					      struct ib_rdma_wr *wr,
+					      struct ib_sge *sge)
+{
+	u32 smask = conn->sndbuf->size - 1, dmask = conn->peer_rmb_size - 1;
+	int i = 0;
+
+	while (len) {
+		u32 soff = pos & smask, doff = pos & dmask;
+		u32 n = min3(len, conn->sndbuf->size - soff,
+			     conn->peer_rmb_size - doff);
+
+		sge[i].addr = conn->sndbuf->mr->iova + soff;
+		sge[i].length = n;
+		sge[i].lkey = conn->sndbuf->mr->lkey;
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr.opcode = IB_WR_RDMA_WRITE;
+		wr[i].wr.sg_list = &sge[i];
+		wr[i].wr.num_sge = 1;
+		wr[i].remote_addr = conn->peer_rmb_addr + doff;
+		wr[i].rkey = conn->peer_rmb_rkey;
+		if (i)
+			wr[i - 1].wr.next = &wr[i].wr;
+		pos += n;
+		len -= n;
+		i++;
+	}
+	return i ? &wr[0].wr : NULL;
+}
+
+/* How many bytes to WRITE now; 0 to hold them back (coalescing). */
+static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
+{
+	struct smr_conn *conn = &smr->conn;
+	u64 unsent = conn->tx_prod - conn->tx_sent;
+	u64 room = conn->peer_rmb_size - (conn->tx_sent - conn->tx_peer_cons);
+	u64 n = min(unsent, room);
+
+	*blocked = unsent > room;
+	if (!n)
+		return 0;
+	if (conn->tx_fin || conn->tx_urg > conn->tx_sent || *blocked ||
+	    conn->tx_force)
+		return n;
+	/* corked: wait for a quarter ring, the uncork or the cork timer */
+	if ((smr_tx_corked(smr) || conn->tx_more) &&
+	    unsent < conn->peer_rmb_size / 4) {
+		if (!timer_pending(&conn->cork_timer))
+			sk_reset_timer(&smr->sk, &conn->cork_timer,
+				       jiffies + TCP_RTO_MIN);
+		return 0;
+	}
+	/* Nagle: one small batch in flight at a time */
+	if (!smr_tx_nodelay(smr) && conn->tx_sent != conn->tx_done &&
+	    unsent < conn->peer_rmb_size / 4)
+		return 0;
+	return n;
+}
+
+/* Caller holds conn->lock. */
+void smr_tx_push_locked(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct ib_rdma_wr wr[SMR_TX_MAX_WRITES];
+	struct ib_sge sge[SMR_TX_MAX_WRITES];
+	struct ib_send_wr *writes = NULL;
+	struct smr_cdc cdc = {};
+	bool blocked, fin, close, all_out, cons_due, final;
+	u32 n;
+	int err;
+
+	if (!conn->active || !conn->link || conn->tx_final_sent)
+		return;
+	/* before the peer's RMB is known only an ABORT can go */
+	if (!conn->tx_abort && (!conn->sndbuf || !conn->peer_rmb_size))
+		return;
+
+	if (conn->tx_abort) {
+		n = 0;
+		blocked = false;
+		fin = false;
+		cdc.flags = SMR_CDC_F_ABORT | SMR_CDC_F_CLOSED;
+	} else if (conn->reset) {
+		/* reset by the peer or the link: only the final CDC is owed */
+		if (!conn->tx_close)
+			return;
+		n = 0;
+		blocked = false;
+		fin = false;
+		cdc.flags = SMR_CDC_F_CLOSED;
+	} else {
+		n = smr_tx_amount(smr, &blocked);
+		all_out = conn->tx_sent + n == conn->tx_prod;
+		fin = conn->tx_fin && !conn->tx_fin_sent && all_out;
+		/* CLOSED after everything, even if DONE went out before */
+		close = conn->tx_close && all_out;
+		cons_due = conn->rx_cons != conn->rx_cons_sent &&
+			   (conn->rx_peer_blocked ||
+			    conn->rx_cons - conn->rx_cons_sent >=
+			    conn->rmb->size / 4 ||
+			    conn->user_closed);
+		if (!n && !fin && !close && !cons_due &&
+		    blocked == conn->tx_blocked)
+			return;
+		if (blocked)
+			cdc.flags |= SMR_CDC_F_WRITE_BLOCKED;
+		if (fin || close)
+			cdc.flags |= SMR_CDC_F_DONE_WRITING;
+		if (close)
+			cdc.flags |= SMR_CDC_F_CLOSED;
+		if (conn->tx_urg && conn->tx_urg <= conn->tx_sent + n) {
+			cdc.flags |= SMR_CDC_F_URGENT;
+			smr_cursor_from_count(conn->tx_urg - 1,
+					      conn->peer_rmb_size, &cdc.urg);
+		}
+		writes = smr_tx_build_writes(conn, conn->tx_sent, n, wr, sge);
+	}
+	final = cdc.flags & SMR_CDC_F_CLOSED;
+
+	cdc.seq = conn->tx_seq + 1;
+	cdc.token = smr->peer_token;
+	smr_cursor_from_count(conn->tx_sent + n, conn->peer_rmb_size,
+			      &cdc.prod);
+	smr_cursor_from_count(conn->rx_cons, conn->rmb->size, &cdc.cons);
+
+	err = smr_link_post_cdc(conn->link, smr, writes, &cdc,
+				conn->tx_sent + n);
+	if (err == -EAGAIN) {
+		smr_link_wait_slot(conn->link, smr);
+		return;
+	}
+	if (err)
+		return;		/* the link is going down: it resets us */
+
+	conn->tx_seq++;
+	conn->tx_sent += n;
+	if (conn->tx_sent == conn->tx_prod)
+		conn->tx_force = false;
+	conn->rx_cons_sent = conn->rx_cons;
+	conn->tx_blocked = blocked;
+	if (cdc.flags & SMR_CDC_F_DONE_WRITING)
+		conn->tx_fin_sent = true;
+	if (final)
+		conn->tx_final_sent = true;
+	if (conn->tx_urg && conn->tx_urg <= conn->tx_sent)
+		conn->tx_urg = 0;
+	if (n) {
+		atomic64_add(n, &smr->rdma_bytes_sent);
+		smr_stat_add(sock_net(&smr->sk), SMR_STAT_RDMA_BYTES_SENT, n);
+	}
+}
+
+/* A cork held bytes back for TCP's ~200 ms: send them. Softirq. */
+void smr_tx_cork_expired(struct timer_list *t)
+{
+	struct smr_sock *smr = from_timer(smr, t, conn.cork_timer);
+
+	spin_lock_bh(&smr->conn.lock);
+	smr->conn.tx_force = true;
+	spin_unlock_bh(&smr->conn.lock);
+	smr_tx_push(smr);
+	sock_put(&smr->sk);	/* the timer's reference */
+}
+
+/* Any context. */
+void smr_tx_push(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	bool put;
+
+	spin_lock_bh(&conn->lock);
+	smr_tx_push_locked(smr);
+	put = smr_conn_done_locked(conn);
+	spin_unlock_bh(&conn->lock);
+	if (put)
+		sock_put(&smr->sk);
+}
+
+static bool smr_tx_writable(struct smr_conn *conn)
+{
+	return !conn->sndbuf || conn->reset ||
+	       conn->tx_prod - conn->tx_done < conn->sndbuf->size;
+}
+
+/*
+ * The reason a send cannot go on (negative errno), or 0. Caller holds
+ * conn->lock.
+ */
+static int smr_tx_check(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	if (READ_ONCE(sk->sk_err))
+		return sock_error(sk) ?: -EPIPE;
+	if (conn->reset || !conn->sndbuf || conn->tx_fin ||
+	    (sk->sk_shutdown & SEND_SHUTDOWN))
+		return -EPIPE;
+	/*
+	 * The peer's socket is gone. TCP would send these bytes and draw a
+	 * reset, which in CLOSE_WAIT reads as EPIPE: take them, and reset.
+	 */
+	if (conn->rx_final)
+		return -ESHUTDOWN;
+	return 0;
+}
+
+int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+	bool oob = msg->msg_flags & MSG_OOB;
+	size_t copied = 0;
+	long timeo;
+	int err = 0;
+
+	lock_sock(sk);
+	timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	while (copied < len) {
+		struct smr_buf *sndbuf;
+		u64 prod, space;
+		u32 off, n, first;
+
+		spin_lock_bh(&conn->lock);
+		err = smr_tx_check(smr);
+		sndbuf = conn->sndbuf;
+		prod = conn->tx_prod;
+		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
+		if (err == -ESHUTDOWN) {
+			smr_conn_reset_locked(smr, EPIPE);
+			spin_unlock_bh(&conn->lock);
+			smr->sk.sk_error_report(&smr->sk);
+			smr_conn_wake(smr, EPOLLERR | EPOLLHUP);
+			copied = len;
+			err = 0;
+			break;
+		}
+		spin_unlock_bh(&conn->lock);
+		if (err)
+			break;
+
+		if (!space) {
+			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+			smr_tx_push(smr);
+			if (!timeo) {
+				err = -EAGAIN;
+				break;
+			}
+			if (signal_pending(current)) {
+				err = sock_intr_errno(timeo);
+				break;
+			}
+			smr_wait_event(sk, &timeo, smr_tx_writable(conn) ||
+				       READ_ONCE(sk->sk_err));
+			continue;
+		}
+
+		n = min_t(u64, space, len - copied);
+		off = prod & (sndbuf->size - 1);
+		first = min_t(u32, n, sndbuf->size - off);
+		if (copy_from_iter(sndbuf->cpu + off, first, &msg->msg_iter) !=
+		    first ||
+		    (n > first &&
+		     copy_from_iter(sndbuf->cpu, n - first, &msg->msg_iter) !=
+		     n - first)) {
+			err = -EFAULT;
+			break;
+		}
+
+		spin_lock_bh(&conn->lock);
+		conn->tx_prod += n;
+		conn->tx_more = msg->msg_flags & MSG_MORE;
+		if (oob && copied + n == len)
+			conn->tx_urg = conn->tx_prod;
+		spin_unlock_bh(&conn->lock);
+		copied += n;
+		smr_tx_push(smr);	/* MSG_MORE / cork: held unless full */
+	}
+	release_sock(sk);
+
+	if (copied) {
+		atomic64_add(copied, &smr->bytes_sent);
+		return copied;
+	}
+	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
+		send_sig(SIGPIPE, current, 0);
+	return err;
+}
+
+/* shutdown(SHUT_WR): EOF after what was written. */
+int smr_tx_shutdown(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+
+	spin_lock_bh(&conn->lock);
+	conn->tx_fin = true;
+	spin_unlock_bh(&conn->lock);
+	smr_tx_push(smr);
+	return 0;
+}
+
+/* SO_LINGER: wait until every byte was written into the peer's RMB. */
+int smr_tx_wait_sent(struct smr_sock *smr, long timeo)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	while (timeo && !signal_pending(current)) {
+		bool done;
+
+		spin_lock_bh(&conn->lock);
+		done = conn->reset || !conn->link ||
+		       (conn->tx_done == conn->tx_prod && conn->tx_fin_sent);
+		spin_unlock_bh(&conn->lock);
+		if (done)
+			return 0;
+		smr_wait_event(sk, &timeo, conn->reset || !conn->link ||
+			       (conn->tx_done == conn->tx_prod &&
+				conn->tx_fin_sent));
+	}
+	return -EAGAIN;
+}
