@@ -76,8 +76,9 @@ if ! "$out/wire_test" --write-seeds "$seeds" >&2; then
 	results+=("-$fuzz_name: could not write the seed corpus")
 else
 	fuzz_log=$(mktemp)
-	# Inputs are short wire messages and option areas; 256 bytes covers
-	# a message followed by stream data and the largest option area.
+	# Inputs are short wire messages, option areas, CDCs and cursor
+	# arguments; 256 bytes covers a message followed by stream data and
+	# the largest option area.
 	"$out/wire_fuzz" -max_total_time="$fuzz_seconds" -max_len=256 \
 		-timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$crashes/" "$corpus" "$seeds" \

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target for kernel/wire.c. Each input is treated as the start
- * of a TCP stream (handshake messages) and as a TCP option area. Besides
- * the sanitizers' memory checks it asserts the parser's contracts, calling
+ * of a TCP stream (handshake messages), as a TCP option area, as a received
+ * CDC message and as the arguments of a cursor conversion. Besides the
+ * sanitizers' memory checks it asserts the parser's contracts, calling
  * abort() on any violation:
  *  - smr_hs_peek() returns a documented error or a known message length;
  *  - whatever smr_hs_parse() accepts, smr_hs_build() reproduces byte for
@@ -11,7 +12,15 @@
  *  - whatever smr_hs_build() encodes from a struct made of input bytes
  *    parses again (build refuses exactly what parse would reject);
  *  - whatever smr_opt_parse() accepts survives smr_opt_write() and a
- *    second parse unchanged.
+ *    second parse unchanged;
+ *  - smr_cdc_parse() returns the error of the first check that fails
+ *    (length, magic, version, token), and what it accepts
+ *    smr_cdc_build() reproduces: the first 40 bytes exactly, the reserved
+ *    word as zero;
+ *  - smr_cursor_to_count() accepts exactly the cursors that name a byte
+ *    count in [prev, max] (computed here in 128 bits), and on success
+ *    smr_cursor_from_count() of the result gives back the cursor; on
+ *    failure the output is untouched.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +47,12 @@ static uint64_t get_be64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t echo_of(const struct smr_hs_msg *m)
@@ -157,6 +172,142 @@ static void fuzz_opt(const uint8_t *data, size_t size)
 	expect(smr_opt_nonce_ok(o.nonce) == (o.nonce != 0));
 }
 
+static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
+{
+	return a->flags == b->flags && a->seq == b->seq &&
+	       a->token == b->token &&
+	       a->prod.wrap == b->prod.wrap && a->prod.count == b->prod.count &&
+	       a->cons.wrap == b->cons.wrap && a->cons.count == b->cons.count &&
+	       a->urg.wrap == b->urg.wrap && a->urg.count == b->urg.count;
+}
+
+static void fuzz_cdc(const uint8_t *data, size_t size)
+{
+	struct smr_cdc c, again;
+	uint8_t buf[SMR_CDC_LEN];
+	int err;
+
+	memset(&c, 0x5a, sizeof(c));
+	err = smr_cdc_parse(data, size, &c);
+	if (size < SMR_CDC_LEN) {
+		expect(err == -SMR_WIRE_ELENGTH);
+	} else if (get_be32(data) != SMR_CDC_MAGIC) {
+		expect(err == -SMR_WIRE_EMAGIC);
+	} else if (data[4] != SMR_CDC_VERSION) {
+		expect(err == -SMR_WIRE_EVERSION);
+	} else if (get_be64(data + 8) == 0) {
+		expect(err == -SMR_WIRE_ETOKEN);
+	} else {
+		expect(err == 0);
+	}
+	if (err) {
+		expect(((const uint8_t *)&c)[0] == 0x5a);	/* untouched */
+		return;
+	}
+	memset(buf, 0xa5, sizeof(buf));
+	smr_cdc_build(&c, buf);
+	expect(memcmp(buf, data, SMR_CDC_LEN - 4) == 0);
+	expect(!buf[40] && !buf[41] && !buf[42] && !buf[43]);
+	expect(smr_cdc_parse(buf, sizeof(buf), &again) == 0);
+	expect(cdc_eq(&c, &again));
+}
+
+/* the input's bytes as a host-order CDC: what build writes parses back */
+static void fuzz_cdc_build(const uint8_t *data, size_t size)
+{
+	struct smr_cdc c, out;
+	uint8_t buf[SMR_CDC_LEN];
+	int err;
+
+	if (size < sizeof(c))
+		return;
+	memcpy(&c, data, sizeof(c));
+	smr_cdc_build(&c, buf);
+	err = smr_cdc_parse(buf, sizeof(buf), &out);
+	if (!c.token) {
+		expect(err == -SMR_WIRE_ETOKEN);
+		return;
+	}
+	expect(err == 0);
+	expect(cdc_eq(&c, &out));
+}
+
+/* from_count() of any count from @prev to 2^32 rings on comes back */
+static void fuzz_cursor_roundtrip(uint32_t ring, uint64_t prev, uint64_t pick)
+{
+	uint64_t limit = ((uint64_t)ring << 32) - 1 - (prev & (ring - 1));
+	unsigned __int128 v = (unsigned __int128)prev + pick % (limit + 1);
+	struct smr_cdc_cursor c;
+	u64 out = 0;
+
+	if (v > ~0ull)
+		return;
+	smr_cursor_from_count((uint64_t)v, ring, &c);
+	expect(c.count < ring);
+	expect(smr_cursor_to_count(&c, ring, prev, (uint64_t)v, &out) == 0);
+	expect(out == (uint64_t)v);
+	if (v > prev) {
+		out = 0;
+		expect(smr_cursor_to_count(&c, ring, prev, (uint64_t)v - 1,
+					   &out) == -SMR_WIRE_EFIELD);
+		expect(out == 0);
+	}
+}
+
+/*
+ * Cursor arguments from the input's first 25 bytes (zero-padded): a size
+ * selector (low 5 bits: log2 of the size; 0x40: size 0; 0x80: a size with
+ * several bits set), wrap, count, prev, max.
+ */
+static void fuzz_cursor(const uint8_t *data, size_t size)
+{
+	const uint64_t sentinel = 0x5a5a5a5a5a5a5a5aull;
+	uint8_t in[25] = { 0 };
+	struct smr_cdc_cursor c, back;
+	uint32_t ring;
+	uint64_t prev, max;
+	u64 out = sentinel;
+	unsigned __int128 want = 0;
+	int shift, valid, ok = 0, err;
+
+	memcpy(in, data, size < sizeof(in) ? size : sizeof(in));
+	shift = in[0] & 31;
+	ring = 1u << shift;
+	if (in[0] & 0x80)
+		ring = in[0] * 0x01010101u;	/* never a power of two */
+	else if (in[0] & 0x40)
+		ring = 0;
+	valid = ring && !(ring & (ring - 1));
+	c.wrap = get_be32(in + 1);
+	c.count = get_be32(in + 5);
+	prev = get_be64(in + 9);
+	max = get_be64(in + 17);
+
+	err = smr_cursor_to_count(&c, ring, prev, max, &out);
+	expect(err == 0 || err == -SMR_WIRE_EFIELD);
+
+	/* reference, in 128 bits: the count from prev's ring on it names */
+	if (valid && c.count < ring) {
+		uint64_t base = prev >> shift;
+
+		want = ((unsigned __int128)base +
+			(uint32_t)(c.wrap - (uint32_t)base)) * ring + c.count;
+		ok = want >= prev && want <= max;
+	}
+	if (!ok) {
+		expect(err == -SMR_WIRE_EFIELD);
+		expect(out == sentinel);
+	} else {
+		expect(err == 0);
+		expect(out == (uint64_t)want);
+		expect(prev <= out && out <= max);
+		smr_cursor_from_count(out, ring, &back);
+		expect(back.wrap == c.wrap && back.count == c.count);
+	}
+	if (valid)
+		fuzz_cursor_roundtrip(ring, prev, max);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -164,5 +315,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_hs(data, size);
 	fuzz_build(data, size);
 	fuzz_opt(data, size);
+	fuzz_cdc(data, size);
+	fuzz_cdc_build(data, size);
+	fuzz_cursor(data, size);
 	return 0;
 }

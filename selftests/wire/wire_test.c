@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests for kernel/wire.c, the SMR option and handshake parser, built
- * for userspace with ASan/UBSan and run under the kselftest harness (TAP).
+ * Unit tests for kernel/wire.c, the SMR option, handshake and CDC parser
+ * and the ring cursor conversions, built for userspace with ASan/UBSan and
+ * run under the kselftest harness (TAP).
  *
  * Golden byte vectors are written out by hand from
  * Documentation/protocol.rst, so the tests pin the wire format itself, not
@@ -18,11 +19,13 @@
 
 #define PROPOSAL_TOKEN	0x0102030405060708ull
 #define ACCEPT_TOKEN	0x1112131415161718ull
+#define PROPOSAL_LINK	0x0a0b0c0du
+#define CDC_TOKEN	0x2122232425262728ull
 
 /* ---- reference messages and their exact bytes ---- */
 
 static const uint8_t golden_proposal[SMR_HS_PROPOSAL_LEN] = {
-	0x53, 0x4d, 0x52, 0x48, 0x01, 0x01, 0x00, 0x40,	/* SMRH v1 PROPOSAL 64 */
+	0x53, 0x4d, 0x52, 0x48, 0x01, 0x01, 0x00, 0x44,	/* SMRH v1 PROPOSAL 68 */
 	0x01, 0x01, 0x06, 0x00,				/* max_ver caps fam rsvd */
 	0xfe, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* gid */
 	0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55,
@@ -30,6 +33,7 @@ static const uint8_t golden_proposal[SMR_HS_PROPOSAL_LEN] = {
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
 	0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,	/* token */
 	0x00, 0x04, 0x00, 0x00,				/* rmb_size 256 KiB */
+	0x0a, 0x0b, 0x0c, 0x0d,				/* link_id */
 	0x00, 0x00, 0x00, 0x00,				/* reserved */
 	0x53, 0x4d, 0x52, 0x54,				/* SMRT */
 };
@@ -83,6 +87,7 @@ static void make_proposal(struct smr_hs_msg *m)
 	memcpy(m->proposal.addr.ip, ip, 16);
 	m->proposal.token = PROPOSAL_TOKEN;
 	m->proposal.rmb_size = 256 * 1024;
+	m->proposal.link_id = PROPOSAL_LINK;
 }
 
 static void make_accept(struct smr_hs_msg *m)
@@ -162,7 +167,8 @@ static int msg_eq(const struct smr_hs_msg *a, const struct smr_hs_msg *b)
 		       a->proposal.caps == b->proposal.caps &&
 		       addr_eq(&a->proposal.addr, &b->proposal.addr) &&
 		       a->proposal.token == b->proposal.token &&
-		       a->proposal.rmb_size == b->proposal.rmb_size;
+		       a->proposal.rmb_size == b->proposal.rmb_size &&
+		       a->proposal.link_id == b->proposal.link_id;
 	case SMR_HS_ACCEPT:
 		return a->accept.version == b->accept.version &&
 		       a->accept.caps == b->accept.caps &&
@@ -338,6 +344,7 @@ TEST(hs_roundtrip_random_valid)
 				memset(m.proposal.addr.ip + 4, 0, 12);
 			m.proposal.token |= 1;
 			m.proposal.rmb_size = SMR_HS_RMB_MIN << rng32() % 15;
+			m.proposal.link_id |= 1u << rng32() % 32;
 			break;
 		case SMR_HS_ACCEPT:
 			m.accept.version = 1;
@@ -397,6 +404,7 @@ TEST(hs_build_rejects_invalid)
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.token = 0);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.max_version = 0);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.rmb_size = 48 * 1024);
+	EXPECT_BUILD_FAILS(make_proposal, m.proposal.link_id = 0);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.addr.family = 5);
 	EXPECT_BUILD_FAILS(make_proposal,
 			   (m.proposal.addr.family = 4, m.proposal.addr.ip[15] = 1));
@@ -590,7 +598,7 @@ static int reserved_rejected(const struct ref_msg *r, size_t off, size_t n)
 TEST(hs_reserved_proposal)
 {
 	EXPECT_TRUE(reserved_rejected(&refs[0], 11, 1));
-	EXPECT_TRUE(reserved_rejected(&refs[0], 56, 4));
+	EXPECT_TRUE(reserved_rejected(&refs[0], 60, 4));
 }
 
 TEST(hs_reserved_accept)
@@ -738,6 +746,48 @@ TEST(hs_proposal_max_version_zero)
 	EXPECT_EQ(-SMR_WIRE_EFIELD, parse_bytes(buf, len));
 	buf[8] = 2;	/* a newer client: we answer with version 1 */
 	EXPECT_EQ(0, parse_bytes(buf, len));
+}
+
+TEST(hs_proposal_link_id)
+{
+	static const uint32_t ids[] = { 1, 0x80000000u, 0xffffffffu, 0x00ff0000u };
+	struct smr_hs_msg m, out;
+	uint8_t buf[SMR_HS_MAX_LEN];
+	size_t len;
+
+	/* at offset 56, big-endian, carried through parse and build */
+	ASSERT_EQ(0, smr_hs_parse(golden_proposal, sizeof(golden_proposal), &out));
+	ASSERT_EQ(PROPOSAL_LINK, out.proposal.link_id);
+	make_proposal(&m);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		m.proposal.link_id = ids[i];
+		ASSERT_EQ(0, build_parse(&m, &out)) TH_LOG("link_id 0x%x", ids[i]);
+		ASSERT_TRUE(msg_eq(&m, &out));
+		ASSERT_EQ(SMR_HS_PROPOSAL_LEN, smr_hs_build(&m, buf, sizeof(buf)));
+		ASSERT_EQ(ids[i] >> 24, buf[56]);
+		ASSERT_EQ((ids[i] >> 16) & 0xff, buf[57]);
+		ASSERT_EQ((ids[i] >> 8) & 0xff, buf[58]);
+		ASSERT_EQ(ids[i] & 0xff, buf[59]);
+	}
+
+	/* zero is not a link: rejected on parse, output untouched */
+	len = ref_copy(&refs[0], buf);
+	memset(buf + 56, 0, 4);
+	memset(&out, 0x5a, sizeof(out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, smr_hs_parse(buf, len, &out));
+	ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, parse_bytes(buf, len));
+	/* any one bit makes it a link id again */
+	for (int bit = 0; bit < 32; bit++) {
+		memset(buf + 56, 0, 4);
+		buf[59 - bit / 8] = 1u << bit % 8;
+		ASSERT_EQ(0, smr_hs_parse(buf, len, &out));
+		ASSERT_EQ(1u << bit, out.proposal.link_id);
+	}
+	/* and refused on build */
+	make_proposal(&m);
+	m.proposal.link_id = 0;
+	ASSERT_EQ(0, smr_hs_build(&m, buf, sizeof(buf)));
 }
 
 TEST(hs_accept_version_not_1)
@@ -1210,6 +1260,562 @@ TEST(opt_nonce_ok_zero)
 	EXPECT_TRUE(smr_opt_nonce_ok(0xffffffffu));
 }
 
+/* ---- CDC messages ---- */
+
+static const uint8_t golden_cdc[SMR_CDC_LEN] = {
+	0x53, 0x4d, 0x52, 0x43, 0x01, 0x05, 0xbe, 0xef,	/* SMRC v1 flags seq */
+	0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28,	/* token */
+	0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x10, 0x00,	/* prod 3:0x1000 */
+	0xff, 0xff, 0xff, 0xfe, 0x00, 0x00, 0xff, 0xff,	/* cons 0xfffffffe:0xffff */
+	0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x42,	/* urg 0x11223344:0x42 */
+	0x00, 0x00, 0x00, 0x00,				/* reserved */
+};
+
+static void make_cdc(struct smr_cdc *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->flags = SMR_CDC_F_WRITE_BLOCKED | SMR_CDC_F_DONE_WRITING;
+	c->seq = 0xbeef;
+	c->token = CDC_TOKEN;
+	c->prod.wrap = 3;
+	c->prod.count = 0x1000;
+	c->cons.wrap = 0xfffffffeu;
+	c->cons.count = 0xffff;
+	c->urg.wrap = 0x11223344u;
+	c->urg.count = 0x42;
+}
+
+static int cursor_eq(const struct smr_cdc_cursor *a,
+		     const struct smr_cdc_cursor *b)
+{
+	return a->wrap == b->wrap && a->count == b->count;
+}
+
+/* field by field: independent of padding */
+static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
+{
+	return a->flags == b->flags && a->seq == b->seq &&
+	       a->token == b->token && cursor_eq(&a->prod, &b->prod) &&
+	       cursor_eq(&a->cons, &b->cons) && cursor_eq(&a->urg, &b->urg);
+}
+
+/* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
+static int cdc_parse_exact(const uint8_t *bytes, size_t len, struct smr_cdc *out)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	int ret;
+
+	if (!copy)
+		abort();
+	memcpy(copy, bytes, len);
+	ret = smr_cdc_parse(copy, len, out);
+	free(copy);
+	return ret;
+}
+
+static int cdc_err(const uint8_t *bytes)
+{
+	struct smr_cdc out;
+
+	return cdc_parse_exact(bytes, SMR_CDC_LEN, &out);
+}
+
+TEST(cdc_build_matches_golden_bytes)
+{
+	struct smr_cdc c;
+	uint8_t buf[SMR_CDC_LEN + 8];
+
+	memset(buf, 0xaa, sizeof(buf));
+	make_cdc(&c);
+	smr_cdc_build(&c, buf);
+	ASSERT_EQ(0, memcmp(buf, golden_cdc, SMR_CDC_LEN));
+	/* nothing written past the message */
+	for (size_t j = SMR_CDC_LEN; j < sizeof(buf); j++) {
+		ASSERT_EQ(0xaa, buf[j]);
+	}
+}
+
+TEST(cdc_parse_golden_bytes)
+{
+	struct smr_cdc want, got;
+
+	make_cdc(&want);
+	memset(&got, 0x5a, sizeof(got));
+	ASSERT_EQ(0, cdc_parse_exact(golden_cdc, sizeof(golden_cdc), &got));
+	ASSERT_TRUE(cdc_eq(&want, &got));
+	/* parse zeroes padding: whole structs compare too */
+	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+}
+
+TEST(cdc_truncated_every_length)
+{
+	for (size_t cut = 0; cut < SMR_CDC_LEN; cut++) {
+		struct smr_cdc out;
+		uint8_t bad[SMR_CDC_LEN];
+
+		memset(&out, 0x5a, sizeof(out));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, cdc_parse_exact(golden_cdc, cut, &out))
+			TH_LOG("cut at %zu", cut);
+		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);	/* not written */
+		/* length is checked first: before magic, version and token */
+		memset(bad, 0, sizeof(bad));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, cdc_parse_exact(bad, cut, &out));
+	}
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cdc_parse(NULL, 0, NULL));
+}
+
+TEST(cdc_longer_buffer_ignores_tail)
+{
+	uint8_t buf[SMR_CDC_LEN + 64];
+	struct smr_cdc want, got;
+
+	make_cdc(&want);
+	for (size_t extra = 1; extra <= 64; extra++) {
+		memcpy(buf, golden_cdc, SMR_CDC_LEN);
+		memset(buf + SMR_CDC_LEN, (int)extra, extra);
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN + extra, &got));
+		ASSERT_TRUE(cdc_eq(&want, &got));
+	}
+}
+
+TEST(cdc_magic_each_bit)
+{
+	for (int byte = 0; byte < 4; byte++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_CDC_LEN];
+
+			memcpy(buf, golden_cdc, SMR_CDC_LEN);
+			buf[byte] ^= 1u << bit;
+			ASSERT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
+		}
+	}
+}
+
+TEST(cdc_other_magics)
+{
+	uint8_t buf[SMR_CDC_LEN];
+	struct smr_cdc out;
+
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	memcpy(buf, "SMRH", 4);		/* a handshake message is not a CDC */
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
+	memcpy(buf, "CRMS", 4);		/* little-endian magic */
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
+	memset(buf, 0, 4);
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
+	/* magic before version and token */
+	buf[4] = 2;
+	memset(buf + 8, 0, 8);
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
+	/* a whole handshake message of the same length */
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, cdc_parse_exact(golden_confirm, sizeof(golden_confirm), &out));
+}
+
+TEST(cdc_version_not_1)
+{
+	static const uint8_t bad[] = { 0, 2, 0x11, 0x80, 255 };
+
+	for (size_t v = 0; v < sizeof(bad); v++) {
+		uint8_t buf[SMR_CDC_LEN];
+
+		memcpy(buf, golden_cdc, SMR_CDC_LEN);
+		buf[4] = bad[v];
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cdc_err(buf));
+		/* version before token */
+		memset(buf + 8, 0, 8);
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cdc_err(buf));
+	}
+}
+
+TEST(cdc_token_zero)
+{
+	uint8_t buf[SMR_CDC_LEN];
+	struct smr_cdc out;
+
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	memset(buf + 8, 0, 8);
+	memset(&out, 0x5a, sizeof(out));
+	ASSERT_EQ(-SMR_WIRE_ETOKEN, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+	ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);
+	/* one bit set anywhere makes it a token again */
+	for (int bit = 0; bit < 64; bit++) {
+		memset(buf + 8, 0, 8);
+		buf[15 - bit / 8] = 1u << bit % 8;
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+		ASSERT_EQ(1ull << bit, out.token);
+	}
+}
+
+TEST(cdc_flags_unknown_bits_kept)
+{
+	uint8_t buf[SMR_CDC_LEN];
+	struct smr_cdc out;
+
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	for (unsigned int flags = 0; flags < 256; flags++) {
+		buf[5] = flags;
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+		ASSERT_EQ(flags, out.flags);
+	}
+}
+
+TEST(cdc_reserved_ignored_and_written_zero)
+{
+	uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
+	struct smr_cdc want, out;
+
+	make_cdc(&want);
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	memset(buf + 40, 0xff, 4);
+	ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+	ASSERT_TRUE(cdc_eq(&want, &out));
+	memset(again, 0xff, sizeof(again));
+	smr_cdc_build(&out, again);
+	ASSERT_EQ(0, memcmp(again, golden_cdc, SMR_CDC_LEN));
+}
+
+TEST(cdc_cursor_values_not_checked)
+{
+	/* offsets at or beyond any ring size parse: the connection decides */
+	uint8_t buf[SMR_CDC_LEN];
+	struct smr_cdc out;
+
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	memset(buf + 16, 0xff, 24);
+	ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+	ASSERT_EQ(0xffffffffu, out.prod.wrap);
+	ASSERT_EQ(0xffffffffu, out.prod.count);
+	ASSERT_EQ(0xffffffffu, out.cons.count);
+	ASSERT_EQ(0xffffffffu, out.urg.count);
+}
+
+TEST(cdc_every_single_bit_flip_classified)
+{
+	for (size_t off = 0; off < SMR_CDC_LEN; off++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
+			struct smr_cdc out;
+			int err;
+
+			memcpy(buf, golden_cdc, SMR_CDC_LEN);
+			buf[off] ^= 1u << bit;
+			err = cdc_parse_exact(buf, SMR_CDC_LEN, &out);
+			if (off < 4) {
+				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
+				continue;
+			}
+			if (off == 4) {
+				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
+				continue;
+			}
+			/* every other byte is a free field or reserved */
+			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
+			smr_cdc_build(&out, again);
+			if (off >= 40) {
+				ASSERT_EQ(0, memcmp(again, golden_cdc, SMR_CDC_LEN));
+			} else {
+				ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN))
+					TH_LOG("offset %zu bit %d", off, bit);
+			}
+		}
+	}
+}
+
+TEST(cdc_roundtrip_random)
+{
+	for (int n = 0; n < 20000; n++) {
+		struct smr_cdc c, out;
+		uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
+
+		memset(&c, 0, sizeof(c));
+		c.flags = rng32();
+		c.seq = rng32();
+		c.token = (uint64_t)rng32() << 32 | rng32();
+		c.token |= 1ull << rng32() % 64;
+		c.prod.wrap = rng32();
+		c.prod.count = rng32();
+		c.cons.wrap = rng32();
+		c.cons.count = rng32();
+		c.urg.wrap = rng32();
+		c.urg.count = rng32();
+		smr_cdc_build(&c, buf);
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+		ASSERT_TRUE(cdc_eq(&c, &out)) TH_LOG("iteration %d", n);
+		smr_cdc_build(&out, again);
+		ASSERT_EQ(0, memcmp(buf, again, SMR_CDC_LEN));
+		ASSERT_EQ(0, buf[40] | buf[41] | buf[42] | buf[43]);
+	}
+}
+
+/* ---- ring cursors ---- */
+
+#define KIB	1024u
+
+/* smr_cursor_to_count() with *out preset, checking it stays put on error */
+static int to_count(uint32_t wrap, uint32_t count, uint32_t size,
+		    uint64_t prev, uint64_t max, uint64_t *out)
+{
+	struct smr_cdc_cursor c = { .wrap = wrap, .count = count };
+	u64 v = 0x5a5a5a5a5a5a5a5aull;
+	int err = smr_cursor_to_count(&c, size, prev, max, &v);
+
+	if (err && v != 0x5a5a5a5a5a5a5a5aull)
+		return -1000;	/* written on failure */
+	if (!err)
+		*out = v;
+	return err;
+}
+
+TEST(cursor_from_count_values)
+{
+	static const struct {
+		uint64_t count;
+		uint32_t size, wrap, off;
+	} cases[] = {
+		{ 0, 16 * KIB, 0, 0 },
+		{ 16 * KIB - 1, 16 * KIB, 0, 16 * KIB - 1 },
+		{ 16 * KIB, 16 * KIB, 1, 0 },
+		{ 5 * 64 * KIB + 7, 64 * KIB, 5, 7 },
+		/* the wrap count keeps its low 32 bits */
+		{ (1ull << 32) * 16 * KIB + 5, 16 * KIB, 0, 5 },
+		{ (0xffffffffull) * 16 * KIB + 9, 16 * KIB, 0xffffffffu, 9 },
+		{ UINT64_MAX, 1, 0xffffffffu, 0 },
+		{ 0x123456789ull, 1, 0x23456789u, 0 },
+		{ UINT64_MAX, 0x80000000u, 0xffffffffu, 0x7fffffffu },
+		{ 0x80000000ull * 7 + 1, 0x80000000u, 7, 1 },
+		{ UINT64_MAX, 2, 0xffffffffu, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct smr_cdc_cursor c = { 0x5a5a5a5a, 0x5a5a5a5a };
+
+		smr_cursor_from_count(cases[i].count, cases[i].size, &c);
+		EXPECT_EQ(cases[i].wrap, c.wrap) TH_LOG("case %zu", i);
+		EXPECT_EQ(cases[i].off, c.count) TH_LOG("case %zu", i);
+	}
+}
+
+TEST(cursor_from_count_bad_size)
+{
+	/* outside the contract: a fixed cursor, no undefined shift (UBSan) */
+	static const uint32_t bad[] = { 0, 3, 0xffffffffu, 0x80000001u };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct smr_cdc_cursor c = { 0x5a5a5a5a, 0x5a5a5a5a };
+
+		smr_cursor_from_count(UINT64_MAX, bad[i], &c);
+		EXPECT_EQ(0, c.wrap);
+		EXPECT_EQ(0, c.count);
+	}
+}
+
+TEST(cursor_to_count_basic)
+{
+	const uint32_t size = 64 * KIB;
+	uint64_t out = 0;
+
+	ASSERT_EQ(0, to_count(0, 0, size, 0, 0, &out));
+	ASSERT_EQ(0, out);
+	ASSERT_EQ(0, to_count(0, 100, size, 0, size, &out));
+	ASSERT_EQ(100, out);
+	ASSERT_EQ(0, to_count(1, 100, size, 50, 3ull * size, &out));
+	ASSERT_EQ(size + 100, out);
+	/* the cursor equal to @prev: nothing new, still fine */
+	ASSERT_EQ(0, to_count(2, 7, size, 2ull * size + 7, 2ull * size + 7, &out));
+	ASSERT_EQ(2ull * size + 7, out);
+	/* a whole ring ahead of @prev */
+	ASSERT_EQ(0, to_count(3, 7, size, 2ull * size + 7, 3ull * size + 7, &out));
+	ASSERT_EQ(3ull * size + 7, out);
+}
+
+TEST(cursor_to_count_wrap_counter_wraps)
+{
+	const uint32_t size = 64 * KIB;
+	/* prev in the last wrap a 32-bit counter can name */
+	const uint64_t prev = 0xffffffffull * size + 10;
+	/* prev in wrap 0x5_0000_0003: far past 2^32 rings */
+	const uint64_t p = ((5ull << 32) + 3) * size + 100;
+	uint64_t out = 0;
+
+	ASSERT_EQ(0, to_count(0xffffffffu, 20, size, prev, prev + size, &out));
+	ASSERT_EQ(prev + 10, out);
+	/* the peer's counter went 0xffffffff -> 0: the next ring, 2^32 wraps */
+	ASSERT_EQ(0, to_count(0, 5, size, prev, prev + size, &out));
+	ASSERT_EQ((1ull << 32) * size + 5, out);
+	ASSERT_EQ(0, to_count(1, 0, size, prev, prev + 2ull * size, &out));
+	ASSERT_EQ(((1ull << 32) + 1) * size, out);
+	ASSERT_EQ(0, to_count(3, 200, size, p, p + size, &out));
+	ASSERT_EQ(p + 100, out);
+	ASSERT_EQ(0, to_count(4, 99, size, p, p + size, &out));
+	ASSERT_EQ(p + size - 1, out);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(4, 100, size, p, p + size - 1, &out));
+	/* size 1: wrap is the low 32 bits of the byte count itself */
+	ASSERT_EQ(0, to_count(2, 0, 1, 0xfffffffeull, 0x100000010ull, &out));
+	ASSERT_EQ(0x100000002ull, out);
+	/* the largest ring */
+	ASSERT_EQ(0, to_count(0, 1, 0x80000000u, 0xffffffffull * 0x80000000u,
+			      (1ull << 32) * 0x80000000u + 1, &out));
+	ASSERT_EQ((1ull << 32) * 0x80000000u + 1, out);
+}
+
+TEST(cursor_to_count_top_of_u64)
+{
+	uint64_t out = 0;
+
+	/* the last representable byte count */
+	ASSERT_EQ(0, to_count(0xffffffffu, 0x7fffffffu, 0x80000000u,
+			      UINT64_MAX - 5, UINT64_MAX, &out));
+	ASSERT_EQ(UINT64_MAX, out);
+	ASSERT_EQ(0, to_count(0xffffffffu, 0, 1, UINT64_MAX, UINT64_MAX, &out));
+	ASSERT_EQ(UINT64_MAX, out);
+	/* one ring later would be 2^64 or more: rejected, not wrapped to 0 */
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 0, 0x80000000u,
+					     UINT64_MAX - 0x7fffffffull, UINT64_MAX, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 0, 1, UINT64_MAX, UINT64_MAX, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 0, 16 * KIB,
+					     UINT64_MAX - 3, UINT64_MAX, &out));
+}
+
+TEST(cursor_to_count_offset_not_below_size)
+{
+	static const uint32_t sizes[] = { 1, 2, 16 * KIB, 256 * 1024 * KIB, 0x80000000u };
+	uint64_t out = 0;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const uint32_t size = sizes[i];
+
+		ASSERT_EQ(0, to_count(1, size - 1, size, 0, UINT64_MAX, &out));
+		ASSERT_EQ(2ull * size - 1, out);
+		ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(1, size, size, 0, UINT64_MAX, &out))
+			TH_LOG("size %u", size);
+		ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, size, size, 0, UINT64_MAX, &out));
+		ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(1, 0xffffffffu, size, 0, UINT64_MAX, &out));
+		if (size < 0x80000000u) {
+			ASSERT_EQ(-SMR_WIRE_EFIELD,
+				  to_count(0, 2 * size, size, 0, UINT64_MAX, &out));
+		}
+	}
+}
+
+TEST(cursor_to_count_behind_prev)
+{
+	const uint32_t size = 16 * KIB;
+	const uint64_t prev = 10ull * size + 500;
+	const uint64_t max = prev + size;
+	/* just past the 32-bit wrap counter's wrap-around */
+	const uint64_t p = (1ull << 32) * size + 100;
+	uint64_t out = 0;
+
+	/* same wrap, smaller offset */
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(10, 499, size, prev, max, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(10, 0, size, prev, max, &out));
+	/* an earlier wrap reads as 2^32 - 1 rings ahead: beyond @max */
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(9, 600, size, prev, max, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 0, size, prev, max, &out));
+	/* behind across the 32-bit wrap counter's wrap-around */
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0xffffffffu, 200, size, p, p + size, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 99, size, p, p + size, &out));
+	ASSERT_EQ(0, to_count(0, 100, size, p, p + size, &out));
+	ASSERT_EQ(p, out);
+}
+
+TEST(cursor_to_count_beyond_max)
+{
+	const uint32_t size = 16 * KIB;
+	const uint64_t prev = 3ull * size + 10;
+	uint64_t out = 0;
+
+	/* consumed 3 * size + 10, ring of @size: at most 4 * size + 10 */
+	ASSERT_EQ(0, to_count(4, 10, size, prev, prev + size, &out));
+	ASSERT_EQ(prev + size, out);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(4, 11, size, prev, prev + size, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(5, 0, size, prev, prev + size, &out));
+	/* @max below @prev: nothing is acceptable */
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(3, 10, size, prev, prev - 1, &out));
+	/* @max == @prev: only the same cursor */
+	ASSERT_EQ(0, to_count(3, 10, size, prev, prev, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(3, 11, size, prev, prev, &out));
+}
+
+TEST(cursor_to_count_size_not_power_of_two)
+{
+	static const uint32_t bad[] = {
+		0, 3, 5, 6, 12345, 16 * KIB + 1, 3 * 16 * KIB, 0x7fffffffu,
+		0x80000001u, 0xc0000000u, 0xffffffffu,
+	};
+	uint64_t out = 0;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(0, 0, bad[i], 0, UINT64_MAX, &out))
+			TH_LOG("size %u", bad[i]);
+		ASSERT_EQ(-SMR_WIRE_EFIELD, to_count(1, 1, bad[i], 0, UINT64_MAX, &out));
+	}
+	/* every power of two is a size */
+	for (int shift = 0; shift < 32; shift++) {
+		ASSERT_EQ(0, to_count(1, 0, 1u << shift, 0, UINT64_MAX, &out));
+		ASSERT_EQ(1ull << shift, out);
+	}
+}
+
+TEST(cursor_roundtrip_random)
+{
+	/*
+	 * Any count from @prev up to (but not into) the ring 2^32 wraps after
+	 * @prev's converts to a cursor and back; one below @prev or above
+	 * @max does not.
+	 */
+	for (int n = 0; n < 200000; n++) {
+		const int shift = rng32() % 32;
+		const uint32_t size = 1u << shift;
+		/* < 2^62, so the sums below stay in range */
+		const uint64_t prev = ((uint64_t)rng32() << 32 | rng32()) >> 2;
+		/* the span 2^32 rings cover, minus one */
+		const uint64_t span = (1ull << (32 + shift)) - 1;
+		/* the largest unambiguous distance from @prev */
+		const uint64_t limit = span - (prev & (size - 1));
+		uint64_t delta = ((uint64_t)rng32() << 32 | rng32()) % (limit + 1);
+		uint64_t count, out = 0;
+		struct smr_cdc_cursor c;
+
+		if (n % 4 == 0)
+			delta &= size * 4ull - 1;	/* near: the common case */
+		if (n % 64 == 1)
+			delta = limit;			/* the farthest */
+		count = prev + delta;
+		smr_cursor_from_count(count, size, &c);
+		ASSERT_EQ(0, to_count(c.wrap, c.count, size, prev, count, &out))
+			TH_LOG("iteration %d", n);
+		ASSERT_EQ(count, out);
+		ASSERT_EQ(0, to_count(c.wrap, c.count, size, prev, UINT64_MAX, &out));
+		ASSERT_EQ(count, out);
+		if (count > prev) {
+			ASSERT_EQ(-SMR_WIRE_EFIELD,
+				  to_count(c.wrap, c.count, size, prev, count - 1, &out));
+		}
+		/* one byte further names @prev's ring again, 2^32 wraps back */
+		if (delta == limit) {
+			int err;
+
+			smr_cursor_from_count(count + 1, size, &c);
+			err = to_count(c.wrap, c.count, size, prev, UINT64_MAX, &out);
+			ASSERT_TRUE(err == -SMR_WIRE_EFIELD || (!err && out == prev));
+			ASSERT_TRUE(err || !(prev & (size - 1)));
+		}
+		/* a count behind @prev, with @max less than 2^31 rings ahead */
+		if (prev > 0) {
+			uint64_t back = 1 + (((uint64_t)rng32() << 32 | rng32()) & (span >> 1));
+			uint64_t behind = back > prev ? 0 : prev - back;
+
+			smr_cursor_from_count(behind, size, &c);
+			ASSERT_EQ(-SMR_WIRE_EFIELD,
+				  to_count(c.wrap, c.count, size, prev,
+					   prev + (span >> 1), &out))
+				TH_LOG("iteration %d prev %llu behind %llu", n,
+				       (unsigned long long)prev, (unsigned long long)behind);
+		}
+	}
+}
+
 /* ---- seed corpus for the fuzzer, from the same reference bytes ---- */
 
 static int write_seed(const char *dir, const char *name, const void *data,
@@ -1227,6 +1833,26 @@ static int write_seed(const char *dir, const char *name, const void *data,
 	return 0;
 }
 
+/*
+ * Cursor inputs as wire_fuzz.c reads them: size selector, wrap, count,
+ * prev, max (see fuzz_cursor() there).
+ */
+static const uint8_t cursor_wrap[] = {
+	16,					/* 64 KiB ring */
+	0x00, 0x00, 0x00, 0x00,			/* wrap: counter wrapped */
+	0x00, 0x00, 0x00, 0x05,			/* count */
+	0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x0a,	/* prev */
+	0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a,	/* max */
+};
+
+static const uint8_t cursor_top[] = {
+	31,					/* 2 GiB ring */
+	0xff, 0xff, 0xff, 0xff,			/* wrap */
+	0x7f, 0xff, 0xff, 0xff,			/* count */
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa,	/* prev */
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* max */
+};
+
 static int write_seeds(const char *dir)
 {
 	static const char http[] = "GET / HTTP/1.1\r\n";
@@ -1234,12 +1860,15 @@ static int write_seeds(const char *dir)
 			    0, 0, 0, 0, 1, 3, 3, 7 };
 	uint8_t synack[20] = { 254, 4, 0xf9, 0x89, 1, 1, 1, 1 };
 	uint8_t stream[SMR_HS_PROPOSAL_LEN + 5];
+	uint8_t cdc_long[SMR_CDC_LEN + 20];
 	int err = 0;
 
 	memcpy(syn + 20, golden_offer, SMR_OPT_LEN);
 	memcpy(synack + 8, golden_answer, SMR_OPT_LEN);
 	memcpy(stream, golden_proposal, SMR_HS_PROPOSAL_LEN);
 	memcpy(stream + SMR_HS_PROPOSAL_LEN, "GET /", 5);
+	memcpy(cdc_long, golden_cdc, SMR_CDC_LEN);
+	memset(cdc_long + SMR_CDC_LEN, 0xee, sizeof(cdc_long) - SMR_CDC_LEN);
 
 	for (size_t i = 0; i < NREFS; i++) {
 		char name[32];
@@ -1248,6 +1877,11 @@ static int write_seeds(const char *dir)
 		err |= write_seed(dir, name, refs[i].bytes, refs[i].len);
 	}
 	err |= write_seed(dir, "hs-proposal-then-data", stream, sizeof(stream));
+	err |= write_seed(dir, "cdc", golden_cdc, sizeof(golden_cdc));
+	err |= write_seed(dir, "cdc-long", cdc_long, sizeof(cdc_long));
+	err |= write_seed(dir, "cdc-short", golden_cdc, SMR_CDC_LEN - 1);
+	err |= write_seed(dir, "cursor-wrap", cursor_wrap, sizeof(cursor_wrap));
+	err |= write_seed(dir, "cursor-top", cursor_top, sizeof(cursor_top));
 	err |= write_seed(dir, "opt-syn-offer", syn, sizeof(syn));
 	err |= write_seed(dir, "opt-synack-tfo-answer", synack, sizeof(synack));
 	err |= write_seed(dir, "app-http", http, sizeof(http) - 1);
