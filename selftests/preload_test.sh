@@ -114,8 +114,10 @@ pair() {
 }
 
 # The line of a converted (SMR) or plain (TCP) end of a completed echo.
+# is_smr_end LINE [MODE]: MODE rdma (both ends SMR, the default) or tcp
+# (the other end is plain TCP, so the SMR end falls back).
 is_smr_end() {
-	has_words "$1" "family=$FAM" mode=tcp "bytes_sent=$BYTES" \
+	has_words "$1" "family=$FAM" "mode=${2:-rdma}" "bytes_sent=$BYTES" \
 		"bytes_received=$BYTES" "app_sent=$BYTES" "app_received=$BYTES"
 }
 
@@ -359,16 +361,16 @@ t_module_loaded() {
 t_smr_both_ends() {
 	local before_c before_a before_s before_r
 	before_c=$(stat_of connects) before_a=$(stat_of accepts)
-	before_s=$(stat_of tcp_bytes_sent) before_r=$(stat_of tcp_bytes_received)
+	before_s=$(stat_of rdma_bytes_sent) before_r=$(stat_of rdma_bytes_received)
 	SRV_WRAP=("$SMR_RUN") CLI_WRAP=("$SMR_RUN") SRV_OPTS=() CLI_OPTS=()
 	pair smr4 "$SELF" 0 || return 1
 	is_smr_end "$SRV_LINE" && is_smr_end "$CLI_LINE" || return 1
 	# The module's per-namespace counters saw this one connection and its
 	# bytes (both ends live in this namespace).
 	local dc=$(($(stat_of connects) - before_c)) da=$(($(stat_of accepts) - before_a))
-	local ds=$(($(stat_of tcp_bytes_sent) - before_s))
-	local dr=$(($(stat_of tcp_bytes_received) - before_r))
-	echo "# stats delta: connects $dc accepts $da tcp_bytes_sent $ds tcp_bytes_received $dr"
+	local ds=$(($(stat_of rdma_bytes_sent) - before_s))
+	local dr=$(($(stat_of rdma_bytes_received) - before_r))
+	echo "# stats delta: connects $dc accepts $da rdma_bytes_sent $ds rdma_bytes_received $dr"
 	[ $dc -eq 1 ] && [ $da -eq 1 ] && [ $ds -eq $((2 * BYTES)) ] && [ $dr -eq $((2 * BYTES)) ]
 }
 
@@ -381,7 +383,7 @@ t_plain_without_smr_run() {
 t_smr_client_plain_server() {
 	SRV_WRAP=() CLI_WRAP=("$SMR_RUN") SRV_OPTS=() CLI_OPTS=()
 	pair mixed4 "$SELF" 0 || return 1
-	is_tcp_end "$SRV_LINE" && is_smr_end "$CLI_LINE"
+	is_tcp_end "$SRV_LINE" && is_smr_end "$CLI_LINE" tcp
 }
 
 t_verbose_line() {
@@ -416,11 +418,11 @@ t_addrs_filter() {
 	SRV_WRAP=("$SMR_RUN" --addrs "$SELF/32") CLI_WRAP=("$SMR_RUN" --addrs 198.51.100.0/24)
 	SRV_OPTS=() CLI_OPTS=()
 	pair addrs_srv "$SELF" 0 || return 1
-	is_smr_end "$SRV_LINE" && is_tcp_end "$CLI_LINE" || return 1
+	is_smr_end "$SRV_LINE" tcp && is_tcp_end "$CLI_LINE" || return 1
 	# And the other way round, with a prefix and an IPv6 entry in the list.
 	SRV_WRAP=("$SMR_RUN" --addrs 198.51.100.1) CLI_WRAP=("$SMR_RUN" --addrs "fd00::/8,$SELF/24")
 	pair addrs_cli "$SELF" 0 || return 1
-	is_tcp_end "$SRV_LINE" && is_smr_end "$CLI_LINE"
+	is_tcp_end "$SRV_LINE" && is_smr_end "$CLI_LINE" tcp
 }
 
 # SOCK_NONBLOCK/SOCK_CLOEXEC and options set before bind()/connect() survive,
@@ -498,7 +500,7 @@ else
 
 	TESTS=(
 		"t_module_loaded|smr module loaded, family readable, stats present"
-		"t_smr_both_ends|smr_run: listener and client are SMR, mode tcp, byte counts exact"
+		"t_smr_both_ends|smr_run: listener and client are SMR, mode rdma, byte counts exact (RDMA counters)"
 		"t_plain_without_smr_run|without smr_run both ends are plain TCP"
 		"t_smr_client_plain_server|SMR client talks to a plain TCP server"
 		"t_verbose_line|smr_run -v prints one conversion line per socket"

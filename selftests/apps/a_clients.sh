@@ -166,12 +166,12 @@ iperf_checks() {
 		"$recv" $((iperf_bytes - slack))
 	t_smr a "sockets created" 2 sockets_created
 	t_smr a "connects" 2 connects
-	t_smr a "sockets given a mode" 2 mode_tcp mode_rdma
+	t_smr a "sockets in RDMA mode" 2 mode_rdma
 	t_smr b "accepts" 2 accepts
 	# Every byte iperf3 counted went through SMR sockets.
-	t_smr "$snd" "bytes sent by SMR (iperf3's sum_sent)" "${sent:-0}" \
+	t_smr "$snd" "bytes sent by RDMA (iperf3's sum_sent)" "${sent:-0}" \
 		"$smr_apps_bytes_sent_names"
-	t_smr "$rcv" "bytes received by SMR (iperf3's sum_received)" "${recv:-0}" \
+	t_smr "$rcv" "bytes received by RDMA (iperf3's sum_received)" "${recv:-0}" \
 		"$smr_apps_bytes_received_names"
 }
 
@@ -265,8 +265,8 @@ c1=$(redis_field "$work/redis.info1" total_connections_received)
 conns=$(( ${c1:-0} - ${c0:-0} ))
 t_diag "redis-server counted $conns new connections (benchmark + closing INFO)"
 t_smr b "accepts, vs. connections redis-server counted" "$conns" accepts
-t_smr a "bytes sent by SMR" "$((redis_n * 2 * 20))" "$smr_apps_bytes_sent_names"
-t_smr b "bytes received by SMR" "$((redis_n * 2 * 20))" "$smr_apps_bytes_received_names"
+t_smr a "bytes sent by RDMA" "$((redis_n * 2 * 20))" "$smr_apps_bytes_sent_names"
+t_smr b "bytes received by RDMA" "$((redis_n * 2 * 20))" "$smr_apps_bytes_received_names"
 t_summary="SET $set_rps req/s, GET $get_rps req/s, $redis_c clients"
 [ "$t_failed" = 0 ] || {
 	t_file "redis-benchmark --csv" "$work/redis_bench.csv"
@@ -298,10 +298,10 @@ redis_roundtrip() {
 	fi
 	t_smr a "connects" 2 connects
 	t_smr b "accepts" 2 accepts
-	t_smr a "bytes sent by SMR" "${#val}" "$smr_apps_bytes_sent_names"
-	t_smr a "bytes received by SMR" "${#val}" "$smr_apps_bytes_received_names"
-	t_smr b "bytes received by SMR" "${#val}" "$smr_apps_bytes_received_names"
-	t_smr b "bytes sent by SMR" "${#val}" "$smr_apps_bytes_sent_names"
+	t_smr a "bytes sent by RDMA" "${#val}" "$smr_apps_bytes_sent_names"
+	t_smr a "bytes received by RDMA" "${#val}" "$smr_apps_bytes_received_names"
+	t_smr b "bytes received by RDMA" "${#val}" "$smr_apps_bytes_received_names"
+	t_smr b "bytes sent by RDMA" "${#val}" "$smr_apps_bytes_sent_names"
 	t_ge "smr_run -v $fam conversions" "$(smr_lines "$work/$id.err" "$fam")" 2
 	t_summary="16 KiB value stored and read back via $host"
 	[ "$t_failed" = 0 ] || {
@@ -331,9 +331,9 @@ t_eq "socat exit status on B" "$status_b" 0
 t_eq "bytes B wrote" "$size_b" "$copy_bytes"
 t_eq "sha256 on B (A's: $sum_a)" "$sum_b" "$sum_a"
 t_smr a "connects" 1 connects
-t_smr a "bytes sent by SMR" "$copy_bytes" "$smr_apps_bytes_sent_names"
+t_smr a "bytes sent by RDMA" "$copy_bytes" "$smr_apps_bytes_sent_names"
 t_smr b "accepts" 1 accepts
-t_smr b "bytes received by SMR" "$copy_bytes" "$smr_apps_bytes_received_names"
+t_smr b "bytes received by RDMA" "$copy_bytes" "$smr_apps_bytes_received_names"
 t_ge "smr_run -v AF_INET conversions" "$(smr_lines "$work/copy4.log" AF_INET)" 1
 echo "$sum_a" >"$out/copy4.sha256.a"
 t_summary="$copy_bytes bytes, sha256 ${sum_a:0:16}... on both hosts"
@@ -357,9 +357,9 @@ t_eq "socat exit status on B" "$status_b" 0
 t_eq "bytes A wrote" "$size_a" "$copy_bytes"
 t_eq "sha256 on A (B's: $sum_b)" "$sum_a" "$sum_b"
 t_smr a "connects" 1 connects
-t_smr a "bytes received by SMR" "$copy_bytes" "$smr_apps_bytes_received_names"
+t_smr a "bytes received by RDMA" "$copy_bytes" "$smr_apps_bytes_received_names"
 t_smr b "accepts" 1 accepts
-t_smr b "bytes sent by SMR" "$copy_bytes" "$smr_apps_bytes_sent_names"
+t_smr b "bytes sent by RDMA" "$copy_bytes" "$smr_apps_bytes_sent_names"
 t_ge "smr_run -v AF_INET6 conversions" "$(smr_lines "$work/copy6.log" AF_INET6)" 1
 echo "$sum_a" >"$out/copy6.sha256.a"
 t_summary="$copy_bytes bytes, sha256 ${sum_a:0:16}... on both hosts (IPv6, B to A)"

@@ -17,10 +17,11 @@ SMR_RUN=$SMR_REPO/scripts/smr_run
 SMR_PROBE=$SMR_REPO/build/scripts/smr-probe
 export PATH="$PATH:/usr/sbin:/sbin"
 
-# Counters that say how many bytes SMR moved, whatever the path (inner TCP
-# today, RDMA once the data path exists).
-smr_apps_bytes_sent_names="tcp_bytes_sent rdma_bytes_sent"
-smr_apps_bytes_received_names="tcp_bytes_received rdma_bytes_received"
+# Counters that say how many bytes SMR moved by RDMA. Bytes that fell back
+# to the inner TCP connection (tcp_bytes_*) do not count: between two hosts
+# with soft-RoCE every application byte must travel by RDMA.
+smr_apps_bytes_sent_names="rdma_bytes_sent"
+smr_apps_bytes_received_names="rdma_bytes_received"
 
 # Soft-RoCE device counters ("name value" lines) of this host's rxe0, port 1.
 smr_apps_rxe_counters() {
