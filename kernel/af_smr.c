@@ -463,9 +463,12 @@ static bool smr_listener_pull_one(struct smr_sock *lsmr)
 		return true;
 	}
 	lock_sock(&child->sk);
+	if (res == SMR_NEGOT_PEER_NO_DEVICE)	/* declined in the SYN-ACK */
+		smr_stat_inc(sock_net(&child->sk), SMR_STAT_HS_DECLINED);
 	smr_set_mode(child, SMR_MODE_TCP,
 		     res == SMR_NEGOT_COOKIE ? SMR_REASON_SYN_COOKIES :
 		     res == SMR_NEGOT_NO_SPACE ? SMR_REASON_OPTION_NO_SPACE :
+		     res == SMR_NEGOT_PEER_NO_DEVICE ? SMR_REASON_NO_RDMA_DEVICE :
 		     SMR_REASON_PEER_NO_SMR);
 	WRITE_ONCE(child->hs_state, SMR_HS_DONE);
 	release_sock(&child->sk);

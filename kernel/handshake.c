@@ -383,6 +383,13 @@ static void smr_hs_client_start(struct smr_sock *smr)
 
 	smr_tuple_of_sock(&t, tsk);
 	res = smr_negot_take(&t, SMR_OPT_ROLE_OFFER);
+	if (res == SMR_NEGOT_PEER_NO_DEVICE) {
+		/* the listener declined in its SYN-ACK already */
+		WRITE_ONCE(smr->peer_reason, SMR_REASON_NO_RDMA_DEVICE);
+		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
+		smr_hs_fallback(smr, SMR_REASON_PEER_DECLINED);
+		return;
+	}
 	if (res != SMR_NEGOT_ANSWERED) {
 		smr_hs_fallback(smr, smr_hs_reason_of(res));
 		return;

@@ -224,6 +224,7 @@ enum smr_negot_result {
 	SMR_NEGOT_COOKIE,	/* both: the listener used a SYN cookie */
 	SMR_NEGOT_NO_SPACE,	/* the option did not fit */
 	SMR_NEGOT_NO_DEVICE,	/* client: no RDMA device, no offer */
+	SMR_NEGOT_PEER_NO_DEVICE, /* both: the listener has no RDMA device */
 };
 
 extern int smr_family;

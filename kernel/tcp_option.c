@@ -556,7 +556,8 @@ static u8 smr_decide_answer(const struct smr_negot *n, const void *arg)
 }
 
 /* A SYN-ACK from us: answer if the SYN offered to an SMR listener. */
-static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p)
+static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
+			   struct net *net)
 {
 	struct smr_opt opt = {
 		.version = SMR_OPT_VERSION,
@@ -568,12 +569,16 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p)
 	if (!smr_negot_update(&p->tuple, SMR_OPT_ROLE_ANSWER, NULL, NULL, &n))
 		return;
 	if (n.result != SMR_NEGOT_OFFERED && n.result != SMR_NEGOT_ANSWERED &&
-	    n.result != SMR_NEGOT_COOKIE)
+	    n.result != SMR_NEGOT_COOKIE && n.result != SMR_NEGOT_PEER_NO_DEVICE)
 		return;
 	/* SYN cookie SYN-ACKs carry no socket: nothing will remember this */
 	if (!skb->sk) {
 		opt.flags = SMR_OPT_F_COOKIE;
 		result = SMR_NEGOT_COOKIE;
+	} else if (!smr_rdma_dev_for_addr(net, &p->tuple)) {
+		/* say so now: the client then builds no link to us */
+		opt.flags = SMR_OPT_F_NO_DEVICE;
+		result = SMR_NEGOT_PEER_NO_DEVICE;
 	} else {
 		result = SMR_NEGOT_ANSWERED;
 	}
@@ -597,7 +602,7 @@ static unsigned int smr_nf_out(void *priv, struct sk_buff *skb,
 		if (nonce)
 			smr_out_syn(skb, state->pf, &p, state->net, nonce);
 	} else {
-		smr_out_synack(skb, state->pf, &p);
+		smr_out_synack(skb, state->pf, &p, state->net);
 	}
 	return NF_ACCEPT;
 }
@@ -644,6 +649,8 @@ static u8 smr_decide_synack(const struct smr_negot *n, const void *arg)
 		return SMR_NEGOT_ECHOED;
 	if (opt->flags & SMR_OPT_F_COOKIE)
 		return SMR_NEGOT_COOKIE;
+	if (opt->flags & SMR_OPT_F_NO_DEVICE)
+		return SMR_NEGOT_PEER_NO_DEVICE;
 	return SMR_NEGOT_ANSWERED;
 }
 

@@ -29,6 +29,7 @@ typedef __u64 u64;
 #define SMR_OPT_ROLE_OFFER	1		/* in a SYN */
 #define SMR_OPT_ROLE_ANSWER	2		/* in a SYN-ACK */
 #define SMR_OPT_F_COOKIE	0x01		/* answer: SYN cookie, no SMR */
+#define SMR_OPT_F_NO_DEVICE	0x02		/* answer: no RDMA device here */
 
 struct smr_opt {
 	u8	version;
