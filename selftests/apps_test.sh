@@ -24,13 +24,13 @@ log=$repo/build/apps-test/vm-run.log
 
 # ID|description, in TAP order. The last one is checked here on the host.
 tests=(
-	"iperf3_fwd|iperf3 -n IPv4 A->B, every counted byte carried by SMR sockets"
-	"iperf3_rev6|iperf3 -n -R IPv6 B->A, every counted byte carried by SMR sockets"
-	"redis_bench|redis-benchmark SET and GET complete without errors over SMR"
-	"redis_cli4|redis-cli SET/GET round trip of a 16 KiB value over SMR (IPv4)"
-	"redis_cli6|redis-cli SET/GET round trip of a 16 KiB value over SMR (IPv6)"
-	"copy4|socat copies a random file A->B over SMR (IPv4), sha256 equal"
-	"copy6|socat copies a random file B->A over SMR (IPv6), sha256 equal"
+	"iperf3_fwd|iperf3 -n IPv4 A->B, every counted byte moved by RDMA"
+	"iperf3_rev6|iperf3 -n -R IPv6 B->A, every counted byte moved by RDMA"
+	"redis_bench|redis-benchmark SET and GET complete without errors, bytes moved by RDMA"
+	"redis_cli4|redis-cli SET/GET round trip of a 16 KiB value over SMR RDMA (IPv4)"
+	"redis_cli6|redis-cli SET/GET round trip of a 16 KiB value over SMR RDMA (IPv6)"
+	"copy4|socat copies a random file A->B over SMR RDMA (IPv4), sha256 equal"
+	"copy6|socat copies a random file B->A over SMR RDMA (IPv6), sha256 equal"
 	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"
 )
 
