@@ -571,5 +571,9 @@ bool smr_conn_close(struct smr_sock *smr)
 		smr_tx_wait_sent(smr, sk->sk_lingertime);
 	release_sock(sk);
 	smr_conn_maybe_done(smr);
-	return abort;
+	/*
+	 * A connection reset for any reason resets its TCP connection too: if
+	 * the link died, that RST is how the peer learns (smr_conn_tcp_failed()).
+	 */
+	return abort || READ_ONCE(conn->reset);
 }
