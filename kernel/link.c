@@ -793,10 +793,42 @@ static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
  * an existing one, or a new one whose setup has begun. NULL if none can be
  * made. The caller's connection holds the returned reference.
  */
+/* The live link from @laddr to @raddr, with a reference; smr_links_lock held. */
+static struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
+					const struct in6_addr *raddr)
+{
+	struct smr_link *link;
+
+	list_for_each_entry(link, &smr_links, node) {
+		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		    ipv6_addr_equal(&link->raddr, raddr) &&
+		    ipv6_addr_equal(&link->laddr, laddr)) {
+			kref_get(&link->ref);
+			return link;
+		}
+	}
+	return NULL;
+}
+
+static void smr_link_discard(struct smr_link *link)
+{
+	spin_lock_bh(&smr_links_lock);
+	idr_remove(&smr_link_ids, link->id);
+	spin_unlock_bh(&smr_links_lock);
+	kfree(link);
+}
+
+/*
+ * The link to the peer of @t (a connection's addresses), attached to @smr:
+ * an existing one, or a new one whose setup has begun. Connections racing
+ * to a peer with no link find one another's under smr_links_lock, so they
+ * share one. NULL if none can be made. The connection holds the returned
+ * reference.
+ */
 struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
 {
 	struct sockaddr_storage src = {}, dst = {};
-	struct smr_link *link;
+	struct smr_link *link, *found;
 	struct rdma_cm_id *id;
 	int err;
 
@@ -804,17 +836,12 @@ struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
 		return NULL;
 
 	spin_lock_bh(&smr_links_lock);
-	list_for_each_entry(link, &smr_links, node) {
-		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
-		    ipv6_addr_equal(&link->raddr, &t->raddr) &&
-		    ipv6_addr_equal(&link->laddr, &t->laddr)) {
-			kref_get(&link->ref);
-			spin_unlock_bh(&smr_links_lock);
-			smr_link_attach(link, smr);
-			return link;
-		}
-	}
+	found = smr_link_lookup(&t->laddr, &t->raddr);
 	spin_unlock_bh(&smr_links_lock);
+	if (found) {
+		smr_link_attach(found, smr);
+		return found;
+	}
 
 	link = smr_link_alloc(true);
 	if (!link)
@@ -840,22 +867,26 @@ struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
 		d->sin6_addr = t->raddr;
 		d->sin6_port = htons(smr_cm_port);
 	}
-
 	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id)) {
-		spin_lock_bh(&smr_links_lock);
-		idr_remove(&smr_link_ids, link->id);
-		spin_unlock_bh(&smr_links_lock);
-		kfree(link);
+		smr_link_discard(link);
 		return NULL;
 	}
 	link->cm_id = id;
 
-	/* listed first: a racing connection to the same peer waits on it */
+	/* listed before it connects: a racing connection waits on it */
 	spin_lock_bh(&smr_links_lock);
-	list_add_tail(&link->node, &smr_links);
+	found = smr_link_lookup(&t->laddr, &t->raddr);
+	if (!found)
+		list_add_tail(&link->node, &smr_links);
 	spin_unlock_bh(&smr_links_lock);
+	if (found) {
+		rdma_destroy_id(id);
+		smr_link_discard(link);
+		smr_link_attach(found, smr);
+		return found;
+	}
 	kref_get(&link->ref);		/* the connection's */
 	smr_link_attach(link, smr);
 
