@@ -60,6 +60,8 @@
 #define SMR_CM_VERSION		1
 #define SMR_CM_PRIV_LEN		12
 #define SMR_CM_TIMEOUT_MS	2000
+/* an idle peer is probed this often: a dead one fails the probe */
+#define SMR_LINK_KEEPALIVE	(5 * HZ)
 
 static unsigned short smr_cm_port = 7609;
 module_param_named(cm_port, smr_cm_port, ushort, 0444);
@@ -111,6 +113,9 @@ struct smr_link {
 	struct smr_rx_slot	rx_slots[SMR_LINK_RQ_DEPTH];
 	struct smr_buf_pool	pool;
 	struct delayed_work	idle_work;
+	struct delayed_work	keepalive_work;
+	struct ib_cqe		keepalive_cqe;
+	bool			keepalive_posted;
 	struct work_struct	teardown_work;
 };
 
@@ -185,6 +190,7 @@ static void smr_link_set_active(struct smr_link *link)
 	if (link->state == SMR_LINK_CONNECTING)
 		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
 	spin_unlock_bh(&link->lock);
+	queue_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 	smr_link_kick_conns(link);
 }
@@ -485,6 +491,55 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
 	}
 }
 
+static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS)
+		smr_link_wc_error(link, wc);
+	spin_lock_bh(&link->lock);
+	link->sq_free++;
+	link->keepalive_posted = false;
+	spin_unlock_bh(&link->lock);
+}
+
+/*
+ * A peer that died (or lost its device without a word) answers nothing:
+ * a zero-length RDMA WRITE (no key needed, IBTA C9-88) every few seconds
+ * then fails after the QP's retries and takes the link down, so sockets
+ * waiting on that peer fail instead of hanging.
+ */
+static void smr_link_keepalive(struct work_struct *work)
+{
+	struct smr_link *link = container_of(to_delayed_work(work),
+					     struct smr_link, keepalive_work);
+	struct ib_rdma_wr wr = {};
+	bool alive, down = false;
+
+	wr.wr.wr_cqe = &link->keepalive_cqe;
+	wr.wr.opcode = IB_WR_RDMA_WRITE;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+
+	spin_lock_bh(&link->lock);
+	if (link->state == SMR_LINK_ACTIVE && !link->keepalive_posted &&
+	    link->sq_free) {
+		link->sq_free--;
+		link->keepalive_posted = true;
+		if (ib_post_send(link->qp, &wr.wr, NULL)) {
+			link->sq_free++;
+			link->keepalive_posted = false;
+			down = true;
+		}
+	}
+	alive = link->state != SMR_LINK_DEAD;
+	spin_unlock_bh(&link->lock);
+	if (down)
+		smr_link_down(link);
+	else if (alive)
+		queue_delayed_work(smr_wq, &link->keepalive_work,
+				   SMR_LINK_KEEPALIVE);
+}
+
 /* ---- setup ---- */
 
 static struct smr_link *smr_link_alloc(bool active_side)
@@ -502,6 +557,8 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	INIT_LIST_HEAD(&link->free_slots);
 	INIT_LIST_HEAD(&link->tx_wait);
 	INIT_DELAYED_WORK(&link->idle_work, smr_link_idle);
+	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
+	link->keepalive_cqe.done = smr_link_keepalive_done;
 	INIT_WORK(&link->teardown_work, smr_link_teardown);
 	smr_buf_pool_init(&link->pool);
 	link->active_side = active_side;
@@ -942,6 +999,8 @@ static void smr_link_teardown(struct work_struct *work)
 
 	if (cancel_delayed_work_sync(&link->idle_work))
 		smr_link_put(link);
+	/* DEAD already: it does not queue itself again */
+	cancel_delayed_work_sync(&link->keepalive_work);
 	if (link->qp) {
 		rdma_disconnect(link->cm_id);
 		/* every posted send and receive completes (flushed) */
@@ -982,7 +1041,8 @@ static void smr_link_teardown(struct work_struct *work)
 
 	smr_buf_pool_destroy(&link->pool);
 	smr_link_free_resources(link);
-	rdma_destroy_id(link->cm_id);
+	if (link->cm_id)
+		rdma_destroy_id(link->cm_id);
 	link->cm_id = NULL;
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_DESTROYED);
 	if (listed)
