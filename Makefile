@@ -45,6 +45,7 @@ user: deps
 	$(MAKE) -C $(REPO)/scripts
 	$(MAKE) -C $(REPO)/selftests
 	$(MAKE) -C $(REPO)/selftests/wire
+	$(MAKE) -C $(REPO)/selftests/rdma
 
 selftests: user
 

@@ -21,7 +21,6 @@
  * socket is destroyed, which is what keeps them unique on the host.
  */
 #include <linux/hashtable.h>
-#include <linux/log2.h>
 #include <linux/random.h>
 #include <linux/sysctl.h>
 #include <linux/tcp.h>
@@ -263,10 +262,7 @@ static void smr_hs_fill_addr(struct smr_sock *smr, struct smr_hs_addr *a)
 /* The RMB size this socket would ask for: its receive buffer, bounded. */
 static u32 smr_hs_rmb_size(struct smr_sock *smr)
 {
-	u32 size = READ_ONCE(smr->tcp->sk->sk_rcvbuf);
-
-	size = clamp_t(u32, size, SMR_HS_RMB_MIN, SMR_HS_RMB_MAX);
-	return rounddown_pow_of_two(size);
+	return smr_buf_size_for(READ_ONCE(smr->tcp->sk->sk_rcvbuf));
 }
 
 static bool smr_hs_have_device(struct smr_sock *smr)

@@ -95,6 +95,7 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	u64 unsent = conn->tx_prod - conn->tx_sent;
 	u64 room = conn->peer_rmb_size - (conn->tx_sent - conn->tx_peer_cons);
 	u64 n = min(unsent, room);
+	u32 hold;
 
 	*blocked = unsent > room;
 	if (!n)
@@ -103,8 +104,8 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	    conn->tx_force)
 		return n;
 	/* corked: wait for a quarter ring, the uncork or the cork timer */
-	if ((smr_tx_corked(smr) || conn->tx_more) &&
-	    unsent < conn->peer_rmb_size / 4) {
+	hold = min(conn->peer_rmb_size, conn->sndbuf->size) / 4;
+	if ((smr_tx_corked(smr) || conn->tx_more) && unsent < hold) {
 		if (!timer_pending(&conn->cork_timer))
 			sk_reset_timer(&smr->sk, &conn->cork_timer,
 				       jiffies + TCP_RTO_MIN);
@@ -112,7 +113,7 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	}
 	/* Nagle: one small batch in flight at a time */
 	if (!smr_tx_nodelay(smr) && conn->tx_sent != conn->tx_done &&
-	    unsent < conn->peer_rmb_size / 4)
+	    unsent < hold)
 		return 0;
 	return n;
 }

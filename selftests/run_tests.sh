@@ -93,8 +93,9 @@ suite_apps() { run_suite apps 0 "$repo/selftests/apps_test.sh"; }
 suite_negotiation() {
 	run_suite negotiation 0 "$repo/selftests/negotiation_test.sh"
 }
+suite_rdma() { run_suite rdma 0 "$repo/selftests/rdma_test.sh"; }
 
-all_suites=(build wire vm_run api preload devices negotiation apps)
+all_suites=(build wire vm_run api preload devices negotiation apps rdma)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
 	printf '%s\n' "${all_suites[@]}"
 	exit 0

@@ -1,0 +1,665 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host A's side of selftests/rdma_test.sh (runs in a scripts/vm-run guest
+# while b_service.sh's control service runs on host B). Runs every case of
+# the RDMA data-path suite: smr_stream servers on B are started and read
+# back through B's control service, clients run here, and both hosts'
+# counters, links, rdma resources and module state are compared around
+# each step.
+#
+# Results go to $SMR_VM_OUT/results, one line per test:
+#   ID ok|fail SUMMARY
+# with $SMR_VM_OUT/diag-ID.txt (what was checked, what failed, counters).
+# Every client's and server's output is kept in $SMR_VM_OUT/conns/. Exit
+# status 0 when every test ran, passed or not.
+#
+# The cases run in this order (the TAP order differs): links first, since
+# it needs a peer that no connection has linked to yet; then integrity
+# (with the rxe counters around it), link loss, rmmod.
+#
+# Environment (rdma_test.sh passes these through): SMR_EXPECT_MODE
+# (rdma|tcp, default rdma), SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (bytes
+# each way per IPv4 connection, 2 MiB), SMR_RDMA_CONNS6 (20),
+# SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT (debug: stream offset
+# that the first IPv4 connection sends flipped), SMR_RDMA_TESTS (the cases
+# to run, default all: links integrity loss rmmod).
+set -uo pipefail
+
+# shellcheck source=selftests/rdma/rdma_lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/rdma_lib.sh"
+
+out=$SMR_VM_OUT
+work=/tmp/rdma-a
+peer=$SMR_PEER_ADDR
+peer6=$SMR_PEER_ADDR6
+expect=${SMR_EXPECT_MODE:-rdma}
+conns4=${SMR_RDMA_CONNS:-100}
+bytes4=${SMR_RDMA_BYTES:-2097152}
+conns6=${SMR_RDMA_CONNS6:-20}
+bytes6=${SMR_RDMA_BYTES6:-$bytes4}
+corrupt=${SMR_RDMA_CORRUPT:-}
+run_tests=" ${SMR_RDMA_TESTS:-links integrity loss rmmod} "
+# links: bytes each way on the held connections
+links_bytes=262144
+# loss: connections, and how long they may live once the link is gone
+loss_conns=4
+loss_window=30
+stream=$RDMA_STREAM
+mkdir -p "$work" "$out/conns"
+: >"$out/results"
+export SMR_EXPECT_MODE=$expect
+
+log() {
+	echo "a_tests: $*"
+}
+
+# b_call VERB ARGS...: one request to host B's control service.
+b_call() {
+	printf '%s\n' "$*" | socat -t 300 -T 300 - "TCP:$peer:$RDMA_CTL_PORT" 2>&1
+}
+
+# --- per-test bookkeeping ----------------------------------------------------
+
+t_id=
+t_failed=0
+t_nfail=0
+t_summary=
+t_start=0
+
+t_begin() {
+	t_id=$1
+	t_failed=0
+	t_nfail=0
+	t_summary=
+	t_start=$SECONDS
+	: >"$out/diag-$t_id.txt"
+	log "test $t_id"
+}
+
+t_diag() {
+	printf '%s\n' "$*" >>"$out/diag-$t_id.txt"
+}
+
+# At most 30 failure lines per test: 100 connections could fail alike.
+t_fail() {
+	t_failed=1
+	t_nfail=$((t_nfail + 1))
+	if [ "$t_nfail" -le 30 ]; then
+		t_diag "FAIL: $*"
+		log "$t_id: FAIL: $*"
+	elif [ "$t_nfail" = 31 ]; then
+		t_diag "FAIL: (more failures not shown)"
+	fi
+}
+
+# t_note TEXT: goes into the test's one-line summary.
+t_note() {
+	t_summary+="${t_summary:+; }$*"
+}
+
+t_file() {
+	t_diag "--- $1:"
+	if [ -s "$2" ]; then
+		cut -c1-600 "$2" | head -n "${3:-15}" >>"$out/diag-$t_id.txt"
+	else
+		t_diag "(empty)"
+	fi
+}
+
+t_end() {
+	local v=ok
+	[ "$t_failed" = 0 ] || v=fail
+	[ "$t_nfail" -le 30 ] || t_note "$t_nfail failed checks"
+	echo "$t_id $v ${t_summary:-} ($((SECONDS - t_start)) s)" >>"$out/results"
+	log "test $t_id: $v"
+}
+
+# t_notrun ID: a case SMR_RDMA_TESTS left out still reports (a failure).
+t_notrun() {
+	echo "$1 fail not run: SMR_RDMA_TESTS='${run_tests# }'" >>"$out/results"
+}
+
+# ck WHAT ACTUAL OP EXPECTED: OP is eq, ne, ge, gt, le, lt.
+ck() {
+	local what=$1 a=$2 op=$3 e=$4 ok=1
+	case $op in
+	eq) [ "$a" = "$e" ] || ok=0 ;;
+	ne) [ "$a" != "$e" ] || ok=0 ;;
+	ge) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -ge "$e" ] || ok=0 ;;
+	gt) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -gt "$e" ] || ok=0 ;;
+	le) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -le "$e" ] || ok=0 ;;
+	lt) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -lt "$e" ] || ok=0 ;;
+	esac
+	if [ "$ok" = 1 ]; then
+		t_diag "ok: $what: $a ($op $e)"
+		return 0
+	fi
+	t_fail "$what: got '${a:-nothing}', expected $op '$e'"
+	return 1
+}
+
+# --- snapshots of both hosts ---------------------------------------------------
+
+# snap TAG: stats, links, QPs of both hosts into $work/TAG.{a,b}.*
+snap() {
+	local tag=$1
+	rdma_stats >"$work/$tag.a.stats"
+	rdma_links >"$work/$tag.a.links"
+	rdma_qps >"$work/$tag.a.qp"
+	b_call stats >"$work/$tag.b.stats"
+	b_call links >"$work/$tag.b.links"
+	b_call qps >"$work/$tag.b.qp"
+}
+
+# delta TAG1 TAG2 HOST NAME: growth of a counter between two snapshots.
+delta() {
+	local v1 v2
+	v1=$(rdma_kv "$work/$1.$3.stats" "$4")
+	v2=$(rdma_kv "$work/$2.$3.stats" "$4")
+	if [ -z "$v1" ] || [ -z "$v2" ]; then
+		echo "missing($4)"
+	else
+		echo $((v2 - v1))
+	fi
+}
+
+# --- running connections -----------------------------------------------------
+
+# serve NAME ARGS...: smr_stream server on B; fails the test if it does
+# not start.
+serve() {
+	local name=$1 r
+	shift
+	r=$(b_call serve "$name" "$@")
+	[ "$r" = ok ] && return 0
+	t_fail "$name: B's server did not start: $r"
+	return 1
+}
+
+# server_result NAME SECONDS: B's server output into $work/NAME.server.
+server_result() {
+	b_call result "$1" "$2" >"$work/$1.server"
+	cp "$work/$1.server" "$out/conns/"
+}
+
+# client NAME ARGS...: smr_stream client here (foreground), output in
+# $work/NAME.client, "rc=N" last.
+client() {
+	local name=$1
+	shift
+	"$stream" client "$@" >"$work/$name.client" 2>"$work/$name.client.err"
+	echo "rc=$?" >>"$work/$name.client"
+	cp "$work/$name.client" "$out/conns/"
+	[ ! -s "$work/$name.client.err" ] || cp "$work/$name.client.err" "$out/conns/"
+}
+
+# client_bg NAME ARGS...: the same in the background; sets bg_pid.
+bg_pid=
+client_bg() {
+	local name=$1
+	shift
+	(
+		"$stream" client "$@" >"$work/$name.client" 2>"$work/$name.client.err"
+		echo "rc=$?" >>"$work/$name.client"
+	) &
+	bg_pid=$!
+}
+
+client_bg_wait() {
+	wait "$1"
+	cp "$work/$2.client" "$out/conns/"
+	[ ! -s "$work/$2.client.err" ] || cp "$work/$2.client.err" "$out/conns/"
+}
+
+# pair_check NAME CONNS BYTES: the client's and the server's lines of a run
+# agree connection by connection (matched by the client's port): both ends
+# ok (stream intact, SMR_INFO and TCP_INFO as expected), each end's
+# tx_hash equal to the other's rx_hash, all bytes both ways. Fails the test
+# per problem; notes "N/N intact, modes ..." for the summary.
+pair_check() {
+	local name=$1 n=$2 bytes=$3 res line
+	res=$(awk -v n="$n" -v bytes="$bytes" -v name="$name" '
+		function kv(line, arr,    i, w, k) {
+			delete arr
+			split(line, w, " ")
+			for (i in w) {
+				k = index(w[i], "=")
+				if (k)
+					arr[substr(w[i], 1, k - 1)] = substr(w[i], k + 1)
+			}
+		}
+		# Connections failing alike are one line with a count: the
+		# first of them in full, the rest by their reason with the
+		# numbers taken out.
+		function bad(msg, ctx,    key) {
+			key = msg
+			gsub(/hash [0-9a-f]+/, "hash H", key)
+			gsub(/[0-9]+/, "N", key)
+			if (!(key in seen)) {
+				seen[key] = 0
+				order[++nkeys] = key
+				first[key] = (ctx == "" ? "" : ctx ": ") msg
+			}
+			seen[key]++
+		}
+		FNR == 1 { file++ }
+		file == 1 && /^conn / { kv($0, c); cl[c["lport"]] = $0; nc++ }
+		file == 1 && /^summary / { csum = $0 }
+		file == 1 && /^rc=/ { crc = substr($0, 4) }
+		file == 2 && /^conn / { kv($0, s); sv[s["rport"]] = $0; ns++ }
+		file == 2 && /^summary / { ssum = $0 }
+		file == 2 && /^rc=/ { src = substr($0, 4) }
+		END {
+			if (csum == "")
+				bad("no summary from the client (rc=" crc ")")
+			if (ssum == "")
+				bad("no summary from the server (rc=" src ")")
+			if (nc != n)
+				bad("client reported " nc " connections, want " n)
+			if (ns != n)
+				bad("server reported " ns " connections, want " n)
+			good = 0
+			for (p in cl) {
+				kv(cl[p], c)
+				ctx = "conn#" c["idx"] " (client port " p ")"
+				if (!(p in sv)) {
+					bad("no server line; client: ok=" c["ok"] " why=" c["why"], ctx)
+					continue
+				}
+				kv(sv[p], s)
+				fine = 1
+				if (c["ok"] != 1) {
+					bad("client: " c["why"] " [mode=" c["mode"] " reason=" c["reason"] " err=" c["err"] "@" c["at"] "]", ctx)
+					fine = 0
+				}
+				if (s["ok"] != 1) {
+					bad("server: " s["why"] " [mode=" s["mode"] " reason=" s["reason"] " err=" s["err"] "@" s["at"] "]", ctx)
+					fine = 0
+				}
+				if (c["tx_hash"] != s["rx_hash"]) {
+					bad("client sent hash " c["tx_hash"] ", server received hash " s["rx_hash"], ctx)
+					fine = 0
+				}
+				if (s["tx_hash"] != c["rx_hash"]) {
+					bad("server sent hash " s["tx_hash"] ", client received hash " c["rx_hash"], ctx)
+					fine = 0
+				}
+				if (c["tx"] != bytes || s["rx"] != bytes || s["tx"] != bytes || c["rx"] != bytes) {
+					bad("bytes c->s " c["tx"] "/" s["rx"] ", s->c " s["tx"] "/" c["rx"] ", want " bytes " each", ctx)
+					fine = 0
+				}
+				good += fine
+				modes[c["mode"] "/" c["reason"]]++
+				wmin = (wmin == "" || c["wmin"] + 0 < wmin) ? c["wmin"] + 0 : wmin
+				wmax = (c["wmax"] + 0 > wmax) ? c["wmax"] + 0 : wmax
+				rmin = (rmin == "" || c["rmin"] + 0 < rmin) ? c["rmin"] + 0 : rmin
+				rmax = (c["rmax"] + 0 > rmax) ? c["rmax"] + 0 : rmax
+				acked = (c["tcpi_acked"] + 0 > acked) ? c["tcpi_acked"] + 0 : acked
+				rcvd = (c["tcpi_rcvd"] + 0 > rcvd) ? c["tcpi_rcvd"] + 0 : rcvd
+			}
+			m = ""
+			for (k in modes)
+				m = m (m == "" ? "" : ",") k ":" modes[k]
+			printf "NOTE %d/%d intact, client modes %s, client write sizes %s..%s, read sizes %s..%s, inner TCP max acked %d received %d\n", good, n, (m == "" ? "none" : m), wmin, wmax, rmin, rmax, acked, rcvd
+			for (i = 1; i <= nkeys && i <= 12; i++) {
+				k = order[i]
+				print "FAIL " name ": " first[k] (seen[k] > 1 ? " (and " seen[k] - 1 " more connections alike)" : "")
+			}
+			if (nkeys > 12)
+				print "FAIL " name ": " nkeys - 12 " more kinds of problems"
+		}' "$work/$name.client" "$work/$name.server")
+	while IFS= read -r line; do
+		case $line in
+		"FAIL "*) t_fail "${line#FAIL }" ;;
+		"NOTE "*) t_note "$name: ${line#NOTE }"; t_diag "$name: ${line#NOTE }" ;;
+		esac
+	done <<<"$res"
+	grep -h '^summary ' "$work/$name.client" "$work/$name.server" | sed "s/^/$name: /" >>"$out/diag-$t_id.txt"
+}
+
+# summary_field NAME client|server KEY: a field of a run's summary line.
+summary_field() {
+	sed -n "s/^summary .* $3=\([^ ]*\).*/\1/p" "$work/$1.$2" | tail -n 1
+}
+
+# --- the cases -----------------------------------------------------------------
+
+# links: two simultaneous connections make one link; 20 more add no link
+# and no QP on either host.
+case_links() {
+	local n1 n2 pid2 pid20 lines conns rc h
+	t_begin links
+	local rel=$work/links.release
+	rm -f "$rel"
+	snap links.pre
+	if [ "$(head -n 1 "$work/links.pre.a.links")" = "missing $RDMA_LINKS" ]; then
+		t_fail "A has no $RDMA_LINKS (the kernel does not provide it yet)"
+	fi
+	if [ "$(head -n 1 "$work/links.pre.b.links")" = "missing $RDMA_LINKS" ]; then
+		t_fail "B has no $RDMA_LINKS"
+	fi
+	lines=$(rdma_links_count "$work/links.pre.a.links")
+	[ -z "$lines" ] || ck "A: links before the first connection to B" "$lines" eq 0
+
+	serve links2 -p 6111 -n 2 -s "$links_bytes" -T 240
+	serve links20 -p 6112 -n 20 -s "$links_bytes" -T 240
+	# two connections at the same moment to a peer without a link
+	client_bg links2 -a "$peer" -p 6111 -n 2 -s "$links_bytes" -H "$rel" \
+		-R "$work/links2.ready" -T 240
+	pid2=$bg_pid
+	rdma_wait_file "$work/links2.ready" 90 "$pid2" ||
+		t_fail "the 2 first connections were not all through their data and held within 90 s"
+	snap links.mid
+	t_file "A's links with the 2 connections open" "$work/links.mid.a.links"
+	t_file "B's links with the 2 connections open" "$work/links.mid.b.links"
+	ck "A: links_created over the 2 simultaneous connections" \
+		"$(delta links.pre links.mid a links_created)" eq 1
+	t_diag "B: links_created over them: $(delta links.pre links.mid b links_created)"
+	ck "A: active link lines" "$(rdma_links_count "$work/links.mid.a.links" active)" eq 1
+	ck "A: link lines" "$(rdma_links_count "$work/links.mid.a.links")" eq 1
+	ck "A: CONNS of the active link" "$(rdma_links_conns "$work/links.mid.a.links")" eq 2
+	ck "A: QPs of smr (rdma res show qp/cm_id)" \
+		"$(rdma_res_count "$work/links.mid.a.qp" smr)" ge 1
+	ck "B: QPs of smr (rdma res show qp/cm_id)" \
+		"$(rdma_res_count "$work/links.mid.b.qp" smr)" ge 1
+
+	# 20 more while those two are held open
+	client_bg links20 -a "$peer" -p 6112 -n 20 -s "$links_bytes" -H "$rel" \
+		-R "$work/links20.ready" -T 240
+	pid20=$bg_pid
+	rdma_wait_file "$work/links20.ready" 120 "$pid20" ||
+		t_fail "the 20 later connections were not all through their data and held within 120 s"
+	snap links.post
+	t_file "A's links with all 22 connections open" "$work/links.post.a.links"
+	t_file "A's cm_ids and QPs with all 22 connections open" "$work/links.post.a.qp"
+	t_file "B's cm_ids and QPs with all 22 connections open" "$work/links.post.b.qp"
+	ck "A: links_created over the 20 later connections" \
+		"$(delta links.mid links.post a links_created)" eq 0
+	ck "B: links_created over the 20 later connections" \
+		"$(delta links.mid links.post b links_created)" eq 0
+	for h in a b; do
+		ck "${h^^}: QPs (rdma res show qp) before/after the 20 later connections" \
+			"$(rdma_res_count "$work/links.post.$h.qp")" eq \
+			"$(rdma_res_count "$work/links.mid.$h.qp")"
+		ck "${h^^}: QPs of smr before/after the 20 later connections" \
+			"$(rdma_res_count "$work/links.post.$h.qp" smr)" eq \
+			"$(rdma_res_count "$work/links.mid.$h.qp" smr)"
+	done
+	ck "A: active link lines with 22 connections" \
+		"$(rdma_links_count "$work/links.post.a.links" active)" eq 1
+	ck "A: CONNS of the active link" "$(rdma_links_conns "$work/links.post.a.links")" eq 22
+
+	: >"$rel"
+	client_bg_wait "$pid2" links2
+	client_bg_wait "$pid20" links20
+	server_result links2 60
+	server_result links20 60
+	pair_check links2 2 "$links_bytes"
+	pair_check links20 20 "$links_bytes"
+	snap links.end
+	n1=$(rdma_links_count "$work/links.mid.a.links" active)
+	n2=$(delta links.pre links.end a links_created)
+	conns=$(rdma_links_conns "$work/links.post.a.links")
+	t_note "A: ${n1:-no} active link(s) after 2 connections, links_created +$n2 over the test, CONNS '${conns}' with 22 open"
+	rc=$(rdma_res_count "$work/links.post.a.qp" smr)
+	t_note "smr QPs A ${rc}/B $(rdma_res_count "$work/links.post.b.qp" smr)"
+	t_end
+}
+
+# integrity (and rxe around it): 100 IPv4 connections and a smaller IPv6
+# run, random streams both ways at once.
+case_integrity() {
+	local t0 cargs=()
+	t_begin integrity
+	rdma_rxe_counters >"$work/rxe.pre.a"
+	b_call rxe >"$work/rxe.pre.b"
+	snap int.pre
+	t0=$SECONDS
+	[ -z "$corrupt" ] || cargs=(-C "$corrupt")
+	[ -z "$corrupt" ] || t_diag "debug: the first IPv4 connection sends byte $corrupt flipped (SMR_RDMA_CORRUPT)"
+	if serve int4 -p 6101 -n "$conns4" -s "$bytes4" -T 600; then
+		client int4 -a "$peer" -p 6101 -n "$conns4" -s "$bytes4" -T 600 "${cargs[@]}"
+		server_result int4 120
+		pair_check int4 "$conns4" "$bytes4"
+	fi
+	t_diag "IPv4: $((SECONDS - t0)) s"
+	t0=$SECONDS
+	if serve int6 -6 -p 6102 -n "$conns6" -s "$bytes6" -T 600; then
+		client int6 -6 -a "$peer6" -p 6102 -n "$conns6" -s "$bytes6" -T 600
+		server_result int6 120
+		pair_check int6 "$conns6" "$bytes6"
+	fi
+	t_diag "IPv6: $((SECONDS - t0)) s"
+	rdma_rxe_counters >"$work/rxe.post.a"
+	b_call rxe >"$work/rxe.post.b"
+	snap int.post
+	t_diag "SMR counters that moved (A, B):"
+	for k in mode_rdma mode_tcp rdma_bytes_sent rdma_bytes_received tcp_bytes_sent \
+		tcp_bytes_received fallback_rdma_unavailable links_created; do
+		t_diag "  $k A $(delta int.pre int.post a $k) B $(delta int.pre int.post b $k)"
+	done
+	t_note "expected mode $expect"
+	t_end
+	case_rxe
+}
+
+# rxe: the soft-RoCE packet counters of both hosts over the integrity runs
+# cover the payload (rxe's path MTU is at most 4096).
+case_rxe() {
+	local ab ba h k d want name v1 v2
+	t_begin rxe
+	# the payload each way, as the tools counted it
+	ab=$(summary_field int4 client tx) ba=$(summary_field int4 server tx)
+	ab=$((${ab:-0} + $(summary_field int6 client tx | grep . || echo 0)))
+	ba=$((${ba:-0} + $(summary_field int6 server tx | grep . || echo 0)))
+	t_diag "payload A->B $ab bytes, B->A $ba bytes (smr_stream summaries)"
+	ck "payload A->B" "$ab" gt 0
+	ck "payload B->A" "$ba" gt 0
+	for h in a b; do
+		for k in sent_pkts rcvd_pkts; do
+			t_diag "${h^^} $k: $(rdma_kv "$work/rxe.pre.$h" $k) -> $(rdma_kv "$work/rxe.post.$h" $k)"
+		done
+	done
+	declare -A dl=()
+	for h in a b; do
+		for k in sent_pkts rcvd_pkts; do
+			name="${h^^} rxe0 $k"
+			v1=$(rdma_kv "$work/rxe.pre.$h" $k)
+			v2=$(rdma_kv "$work/rxe.post.$h" $k)
+			if [ -z "$v1" ] || [ -z "$v2" ]; then
+				t_fail "$name: no counter (hw_counters of rxe0 port 1: $(awk '{ printf "%s ", $1 }' "$work/rxe.pre.$h"))"
+				continue
+			fi
+			d=$((v2 - v1))
+			dl[$h$k]=$d
+			# A sends and B receives A->B payload, and the other way
+			if { [ $h = a ] && [ $k = sent_pkts ]; } || { [ $h = b ] && [ $k = rcvd_pkts ]; }; then
+				want=$((ab / 4096))
+			else
+				want=$((ba / 4096))
+			fi
+			if [ "$expect" = tcp ]; then
+				# the checker's own check: without RDMA the payload
+				# must not show on rxe
+				ck "$name delta, payload on TCP (SMR_EXPECT_MODE=tcp)" "$d" lt "$want"
+			else
+				ck "$name delta vs payload/4096" "$d" ge "$want"
+			fi
+		done
+	done
+	t_note "packets A sent ${dl[asent_pkts]:-?} rcvd ${dl[arcvd_pkts]:-?}, B sent ${dl[bsent_pkts]:-?} rcvd ${dl[brcvd_pkts]:-?}; payload/4096: A->B $((ab / 4096)), B->A $((ba / 4096))"
+	t_end
+}
+
+# loss: B's rxe0 goes away under bulk transfers both ways.
+case_loss() {
+	local pid r t0 ok_n fb f line
+	t_begin loss
+	rm -f "$work/loss.trigger" "$work/loss.ready"
+	if serve loss -p 6121 -n "$loss_conns" -s 0 -F -X /tmp/rdma-b/loss.trigger \
+		-W "$loss_window" -T 300; then
+		client_bg loss -a "$peer" -p 6121 -n "$loss_conns" -s 0 -F \
+			-X "$work/loss.trigger" -W "$loss_window" -R "$work/loss.ready" -T 300
+		pid=$bg_pid
+		if ! rdma_wait_file "$work/loss.ready" 120 "$pid"; then
+			t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
+		fi
+		# the clock starts before the deletion: its own time counts
+		: >"$work/loss.trigger"
+		t0=$(date +%s%N)
+		r=$(b_call rxe_del)
+		t_diag "B: rdma link delete rxe0 took $((($(date +%s%N) - t0) / 1000000)) ms: $(tr '\n' ' ' <<<"$r")"
+		[[ $r == rc=0* ]] || t_fail "B: rdma link delete rxe0 failed: $r"
+		client_bg_wait "$pid" loss
+		server_result loss 60
+		ok_n=$(summary_field loss client ok)
+		ck "A: SMR sockets that failed cleanly within $loss_window s of the link loss" \
+			"${ok_n:-none}" eq "$loss_conns"
+		# (no process substitution: the guests' /dev has no /dev/fd)
+		f=$(awk '/^conn / && / ok=0 / {
+			for (i = 1; i <= NF; i++) if ($i ~ /^(idx|err|at|fail_ms|tx|rx|why)=/) printf "%s ", $i
+			print "" }' "$work/loss.client" | head -n 10)
+		while IFS= read -r line; do
+			[ -z "$line" ] || t_fail "A: $line"
+		done <<<"$f"
+		t_diag "A: how each connection ended (err, where, ms after the trigger):"
+		awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(idx|mode_start|err|at|fail_ms|tx|rx|rx_bad)=/) printf "%s ", $i; print "" }' \
+			"$work/loss.client" >>"$out/diag-$t_id.txt"
+		t_diag "B (not asserted): $(grep '^summary' "$work/loss.server")"
+		awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(idx|err|at|fail_ms|why)=/) printf "%s ", $i; print "" }' \
+			"$work/loss.server" | sed 's/^/  B: /' >>"$out/diag-$t_id.txt"
+		t_note "A: $ok_n/$loss_conns failed cleanly, fail_ms $(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^fail_ms=/) printf "%s ", substr($i, 9) }' "$work/loss.client")"
+	fi
+	b_call stop loss >/dev/null
+
+	# B has no RDMA device now: a new connection still works, over TCP
+	if serve fallback -p 6122 -n 1 -s 1048576 -M tcp -T 120; then
+		client fallback -a "$peer" -p 6122 -n 1 -s 1048576 -M tcp -T 120
+		server_result fallback 60
+		pair_check fallback 1 1048576
+		fb=$(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(mode|reason|peer_reason)=/) printf "%s ", $i }' \
+			"$work/fallback.client")
+		t_note "new connection without B's rxe0: $fb"
+	fi
+
+	# nothing left open: both modules unload, nothing of smr stays
+	pkill_streams
+	r=$(rdma_wait_unref 10)
+	t_diag "A: $r"
+	r=$(rdma_rmmod)
+	[[ $r == rc=0* ]] || t_fail "A: rmmod smr after the link loss: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
+	t_diag "B: $(b_call unref 10)"
+	r=$(b_call rmmod)
+	[[ $r == rc=0* ]] || t_fail "B: rmmod smr after the link loss: $(tr '\n' ' ' <<<"$r")"
+	r=$(rdma_smr_res)
+	if [ -n "$r" ]; then
+		t_fail "A: rdma resources of smr left after rmmod: $(head -n 5 <<<"$r" | tr '\n' ';')"
+	else
+		t_diag "ok: A: no rdma res qp/mr/pd/cq/cm_id of smr after rmmod"
+	fi
+	# back for the next case: B's rxe0 and both modules
+	r=$(b_call rxe_add)
+	[ "$r" = ok ] || t_fail "B: could not re-create rxe0: $r"
+	r=$(rdma_insmod)
+	[[ $r == rc=0* ]] || t_fail "A: insmod smr again: $r"
+	r=$(b_call insmod)
+	[[ $r == rc=0* ]] || t_fail "B: insmod smr again: $r"
+	t_end
+}
+
+# Kill smr_stream clients this script started that are still running.
+pkill_streams() {
+	local p
+	for p in $(jobs -p); do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	return 0
+}
+
+# rmmod: refused with a socket open, the socket still works, then
+# accepted once it is closed; nothing of smr stays behind.
+case_rmmod() {
+	local pid r refs k
+	t_begin rmmod
+	rm -f "$work/rm.release" "$work/rm.ready"
+	if serve rmmod -p 6131 -n 1 -s 2097152 -T 240; then
+		client_bg rmmod -a "$peer" -p 6131 -n 1 -s 2097152 -h 1048576 \
+			-H "$work/rm.release" -R "$work/rm.ready" -T 240
+		pid=$bg_pid
+		rdma_wait_file "$work/rm.ready" 90 "$pid" ||
+			t_fail "the connection did not move its first 1 MiB each way within 90 s"
+		r=$(rdma_rmmod)
+		t_diag "A: rmmod smr with a socket open: $(tr '\n' ' ' <<<"$r")"
+		if [[ $r == rc=0* ]]; then
+			t_fail "A: rmmod smr succeeded with an SMR socket open"
+		elif [ ! -d /sys/module/smr ]; then
+			t_fail "A: rmmod failed, but the module is gone"
+		fi
+		r=$(b_call rmmod)
+		t_diag "B: rmmod smr with a socket open: $(tr '\n' ' ' <<<"$r")"
+		[[ $r != rc=0* ]] || t_fail "B: rmmod smr succeeded with an SMR socket open"
+		# the socket still works: the second MiB each way, then EOF
+		: >"$work/rm.release"
+		client_bg_wait "$pid" rmmod
+		server_result rmmod 60
+		pair_check rmmod 1 2097152
+	fi
+	pkill_streams
+	r=$(rdma_wait_unref 10)
+	t_diag "A: after close: $r"
+	refs=$(sed -n 's/.*refcnt=\([^ ]*\).*/\1/p' <<<"$r")
+	ck "A: module refcnt within 10 s of the last close" "$refs" eq 0
+	r=$(rdma_rmmod)
+	[[ $r == rc=0* ]] || t_fail "A: rmmod smr after the last close: $(tr '\n' ' ' <<<"$r")"
+	t_diag "B: after close: $(b_call unref 10)"
+	r=$(b_call rmmod)
+	[[ $r == rc=0* ]] || t_fail "B: rmmod smr after the last close: $(tr '\n' ' ' <<<"$r")"
+	r=$(rdma_smr_res)
+	[ -z "$r" ] || t_fail "A: rdma resources of smr after rmmod: $(head -n 5 <<<"$r" | tr '\n' ';')"
+	r=$(b_call smr_res)
+	[ -z "$r" ] || t_fail "B: rdma resources of smr after rmmod: $(head -n 5 <<<"$r" | tr '\n' ';')"
+	for k in qp mr pd cq cm_id; do
+		rdma_res "$k" | sed "s/^/A $k: /" >>"$out/diag-$t_id.txt"
+	done
+	r=$(rdma_kmemleak)
+	case $r in
+	none) t_note "kmemleak: not available in this kernel (/sys/kernel/debug/kmemleak missing), not checked" ;;
+	clean) t_note "kmemleak: no smr leak on A" ;;
+	*) t_fail "A: kmemleak reports smr leaks"; t_diag "$r" ;;
+	esac
+	r=$(b_call kmemleak)
+	case $r in
+	none | clean) ;;
+	*) t_fail "B: kmemleak reports smr leaks"; t_diag "$r" ;;
+	esac
+	t_end
+}
+
+# --- start ----------------------------------------------------------------------
+
+if [ ! -x "$stream" ]; then
+	log "FATAL: $stream missing (make -C selftests/rdma)"
+	exit 1
+fi
+log "expected mode $expect; IPv4 $conns4 x $bytes4 B, IPv6 $conns6 x $bytes6 B each way"
+log "waiting for host B's control service"
+for _ in $(seq 120); do
+	[ "$(b_call ping 2>/dev/null)" = pong ] && break
+	sleep 1
+done
+if [ "$(b_call ping 2>/dev/null)" != pong ]; then
+	log "FATAL: host B's control service does not answer"
+	exit 1
+fi
+
+for c in links integrity loss rmmod; do
+	if [[ $run_tests == *" $c "* ]]; then
+		"case_$c"
+	else
+		t_notrun "$c"
+		[ "$c" != integrity ] || t_notrun rxe
+	fi
+done
+log "done"

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# SMR's RDMA data path between two QEMU guests (one scripts/vm-run boot).
+# Host B runs a control service (selftests/rdma/b_service.sh) that starts
+# smr_stream servers and reports B's counters, links, rdma resources and
+# module state; host A (selftests/rdma/a_tests.sh) runs the clients and the
+# checks. Every AF_SMR socket checks its own SMR_INFO (mode, RDMA byte
+# counters) and TCP_INFO (the inner TCP connection carried the handshake
+# only), and every byte of pseudo-random streams both ways, at once, with
+# random write and read sizes from 1 byte to 1 MiB.
+#
+#   selftests/rdma_test.sh    TAP 13 on stdout; exit 0 iff all pass
+#
+# Until the kernel has an RDMA data path, these tests fail (with the reason).
+#
+# Needs kernel/smr.ko (make) on this host; builds build/rdma/ itself.
+# Environment:
+#   SMR_EXPECT_MODE=rdma|tcp   the mode every data connection must be in
+#       (default rdma). tcp checks the checker against a module without
+#       the data path: integrity then wants mode tcp with a fallback
+#       reason, and rxe wants the payload NOT on rxe0.
+#   SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (2 MiB): IPv4 integrity run,
+#       connections and bytes each way per connection
+#   SMR_RDMA_CONNS6 (20), SMR_RDMA_BYTES6 (SMR_RDMA_BYTES): IPv6 run
+#   SMR_RDMA_CORRUPT=OFFSET    debug: the first IPv4 connection sends the
+#       byte at OFFSET of its stream flipped; integrity must fail
+#   SMR_RDMA_TESTS             guest cases to run (default "links integrity
+#       loss rmmod"); those left out report "not ok ... not run"
+#   SMR_RDMA_VM_RUN            the vm-run to boot with (default
+#       scripts/vm-run); another checkout's vm-run boots that checkout's
+#       kernel/smr.ko, e.g. a worktree of HEAD while kernel/ is mid-edit
+#   SMR_RDMA_TIMEOUT           vm-run timeout in s (default 900)
+# The run directory (consoles, every connection's lines) is
+# build/rdma-test/run.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+run=$repo/build/rdma-test/run
+log=$repo/build/rdma-test/vm-run.log
+vm_run=${SMR_RDMA_VM_RUN:-$repo/scripts/vm-run}
+ko=$(realpath -m "$(dirname "$vm_run")/../kernel/smr.ko")
+expect=${SMR_EXPECT_MODE:-rdma}
+
+# ID|description, in TAP order. The last one is checked here on the host.
+tests=(
+	"integrity|${SMR_RDMA_CONNS:-100} IPv4 + ${SMR_RDMA_CONNS6:-20} IPv6 AF_SMR connections, random streams both ways at once, random I/O sizes: every byte and both ends' hashes agree, SMR_INFO mode $expect with its byte counters, inner TCP as expected"
+	"rxe|rxe0 packet counters on both hosts cover the integrity payload each way (payload/4096)$([ "$expect" = tcp ] && echo ', inverted: payload not on rxe0')"
+	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host"
+	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
+	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"
+	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"
+)
+
+diag() { sed 's/^/# /'; }
+
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+
+# Without the pieces every test fails with the reason (never a skip).
+missing=()
+[ -f "$ko" ] || missing+=("$ko (run make)")
+[ -x "$vm_run" ] || missing+=("$vm_run")
+case $expect in
+rdma | tcp) ;;
+*) missing+=("a valid SMR_EXPECT_MODE (rdma or tcp, not '$expect')") ;;
+esac
+for p in socat rdma; do
+	command -v "$p" >/dev/null || missing+=("$p (run scripts/install-deps)")
+done
+mkdir -p "$repo/build/rdma-test"
+if ! make -s -C "$repo/selftests/rdma" >"$repo/build/rdma-test/build.log" 2>&1; then
+	missing+=("build/rdma/smr_stream: make -C selftests/rdma failed: $(tail -n 5 "$repo/build/rdma-test/build.log")")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	n=0
+	for t in "${tests[@]}"; do
+		n=$((n + 1))
+		echo "not ok $n - ${t#*|}"
+		printf 'missing: %s\n' "${missing[@]}" | diag
+	done
+	exit 1
+fi
+
+env_words=()
+for v in SMR_EXPECT_MODE SMR_RDMA_CONNS SMR_RDMA_BYTES SMR_RDMA_CONNS6 \
+	SMR_RDMA_BYTES6 SMR_RDMA_CORRUPT SMR_RDMA_TESTS; do
+	[ -z "${!v:-}" ] || env_words+=("$v=$(printf '%q' "${!v}")")
+done
+
+rm -rf "$run"
+mkdir -p "$run"
+t0=$SECONDS
+echo "# booting two guests with $ko, expected mode $expect (vm-run log: ${log#"$repo"/})"
+[ ${#env_words[@]} = 0 ] || echo "# environment: ${env_words[*]}"
+SMR_VM_RUN_DIR=$run "$vm_run" --hosts 2 \
+	--timeout "${SMR_RDMA_TIMEOUT:-900}" \
+	--b "${env_words[*]} $repo/selftests/rdma/b_service.sh service" \
+	-- "${env_words[*]} $repo/selftests/rdma/a_tests.sh" >"$log" 2>&1
+vm_rc=$?
+echo "# vm-run exited $vm_rc after $((SECONDS - t0)) s"
+
+out_a=$run/out/a
+results=$out_a/results
+
+run_tail_shown=0
+run_tail() {
+	echo "--- vm-run output (last 40 lines; all of it in ${log#"$repo"/}):"
+	tail -n 40 "$log"
+}
+
+fails=0
+n=0
+for t in "${tests[@]}"; do
+	n=$((n + 1))
+	id=${t%%|*}
+	desc=${t#*|}
+	if [ "$id" = guests ]; then
+		if [ "$vm_rc" = 0 ]; then
+			echo "ok $n - $desc"
+		else
+			echo "not ok $n - $desc"
+			fails=$((fails + 1))
+			{
+				echo "vm-run exited $vm_rc; its verdict:"
+				grep -E '^vm-run: ' "$log" | tail -n 20
+				[ "$run_tail_shown" = 1 ] || run_tail
+			} | diag
+			run_tail_shown=1
+		fi
+		continue
+	fi
+	line=$(awk -v id="$id" '$1 == id' "$results" 2>/dev/null | tail -n 1)
+	verdict=$(awk '{ print $2 }' <<<"$line")
+	summary=$(cut -d' ' -f3- <<<"$line")
+	if [ "$verdict" = ok ]; then
+		echo "ok $n - $desc"
+		echo "$summary" | diag
+	else
+		echo "not ok $n - $desc"
+		fails=$((fails + 1))
+		{
+			if [ -z "$line" ]; then
+				echo "no result: host A's script did not get to this test"
+				[ "$run_tail_shown" = 1 ] || run_tail
+			else
+				echo "$summary"
+			fi
+			[ ! -s "$out_a/diag-$id.txt" ] || cat "$out_a/diag-$id.txt"
+		} | diag
+		[ -n "$line" ] || run_tail_shown=1
+	fi
+done
+
+echo "# rdma: $((n - fails)) of $n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
+[ "$fails" = 0 ]
