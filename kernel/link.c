@@ -54,7 +54,11 @@
 #define SMR_LINK_SQ_DEPTH	256
 #define SMR_LINK_RQ_DEPTH	128
 #define SMR_LINK_WR_PER_CDC	4	/* up to three WRITEs and the CDC */
-#define SMR_LINK_SLOTS		(SMR_LINK_SQ_DEPTH / SMR_LINK_WR_PER_CDC)
+/* CDC sends in flight; the rest of the send queue stays free for
+ * memory registrations and the keepalive, so they never wait on data */
+#define SMR_LINK_SQ_RESERVED	16
+#define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
+				 SMR_LINK_WR_PER_CDC)
 #define SMR_LINK_MSG_SIZE	64	/* per slot: room for a CDC */
 #define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
 #define SMR_CM_VERSION		1
@@ -353,7 +357,7 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 	struct smr_reg_ctx ctx = { .cqe.done = smr_link_reg_done };
 	const struct ib_send_wr *bad;
 	struct ib_send_wr *last = wr;
-	int err;
+	int tries, err;
 
 	init_completion(&ctx.done);
 	ctx.nr_wr = 1;
@@ -364,18 +368,24 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 	last->wr_cqe = &ctx.cqe;
 	last->send_flags |= IB_SEND_SIGNALED;
 
-	spin_lock_bh(&link->lock);
-	if (link->state != SMR_LINK_ACTIVE) {
-		err = -ENOTCONN;
-	} else if (link->sq_free < ctx.nr_wr) {
-		err = -EBUSY;
-	} else {
-		link->sq_free -= ctx.nr_wr;
-		err = ib_post_send(link->qp, wr, &bad);
-		if (err)
-			link->sq_free += ctx.nr_wr;
+	/* registrations are rare: wait a little for room rather than fail */
+	for (tries = 0;; tries++) {
+		spin_lock_bh(&link->lock);
+		if (link->state != SMR_LINK_ACTIVE) {
+			err = -ENOTCONN;
+		} else if (link->sq_free < ctx.nr_wr) {
+			err = -EBUSY;
+		} else {
+			link->sq_free -= ctx.nr_wr;
+			err = ib_post_send(link->qp, wr, &bad);
+			if (err)
+				link->sq_free += ctx.nr_wr;
+		}
+		spin_unlock_bh(&link->lock);
+		if (err != -EBUSY || tries >= 1000)
+			break;
+		usleep_range(1000, 2000);
 	}
-	spin_unlock_bh(&link->lock);
 	if (err) {
 		if (err != -ENOTCONN && err != -EBUSY)
 			smr_link_down(link);
@@ -721,7 +731,8 @@ static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 	param->private_data = priv;
 	param->private_data_len = SMR_CM_PRIV_LEN;
 	param->retry_count = 7;
-	param->rnr_retry_count = 7;
+	/* 7 would retry forever: a peer that stops receiving must fail */
+	param->rnr_retry_count = 6;
 }
 
 static void smr_addr_from_sockaddr(struct in6_addr *a,

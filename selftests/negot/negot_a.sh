@@ -33,6 +33,13 @@ log() {
 	echo "negot_a: $*"
 }
 
+# Handshake messages on the TCP stream, bytes (Documentation/protocol.rst):
+# the client sends PROPOSAL and CONFIRM, the server ACCEPT.
+HS_PROPOSAL=68
+HS_ACCEPT=80
+HS_CONFIRM=44
+HS_CLIENT_SENT=$((HS_PROPOSAL + HS_CONFIRM))
+
 # b_call VERB ARGS...: one request to host B's control service.
 b_call() {
 	printf '%s\n' "$*" | socat -t 200 -T 200 - "TCP:$peer:$NEGOT_CTL_PORT" 2>&1
@@ -216,6 +223,12 @@ ck_counters() {
 	ck "$pair_ctx $1 SMR_INFO bytes_received" "${x[info_recv]}" eq "${x[rx]}"
 }
 
+# ck_tcp_bytes SIDE ARRAY: every application byte went over TCP.
+ck_tcp_bytes() {
+	local -n x=$2
+	ck "$pair_ctx $1 SMR_INFO rdma_bytes_sent/received" "${x[rdma_sent]}/${x[rdma_recv]}" eq 0/0
+}
+
 # ck_fallback SIDE ARRAY REASONS: TCP mode, one of REASONS, no handshake.
 ck_fallback() {
 	local -n x=$2
@@ -223,8 +236,10 @@ ck_fallback() {
 	ck "$pair_ctx $1 reason" "${x[reason]}" in "$3"
 	ck "$pair_ctx $1 mode when usable" "${x[mode_ready]}" eq 2
 	ck "$pair_ctx $1 handshake messages sent/received" "${x[hs_sent]}/${x[hs_recv]}" eq 0/0
+	ck "$pair_ctx $1 handshake bytes sent/received" "${x[hs_bsent]}/${x[hs_brecv]}" eq 0/0
 	ck "$pair_ctx $1 tokens" "${x[ltok]}/${x[ptok]}" eq 0000000000000000/0000000000000000
 	ck_counters "$1" "$2"
+	ck_tcp_bytes "$1" "$2"
 }
 
 rmb_ok() {
@@ -232,13 +247,21 @@ rmb_ok() {
 		[ $(($1 & ($1 - 1))) = 0 ]
 }
 
-# Both ends negotiated: tokens and RMBs crossed, RDMA not built in yet.
+# Both ends negotiated: tokens and RMBs crossed, mode rdma with reason
+# none from the moment the connection was usable, every application byte
+# by RDMA. A sender's rdma_bytes_sent may still lag behind its bytes_sent
+# when it finishes (its last WRITEs can be on their way once the peer's EOF
+# is in), so the exact check is on the receiving side: all of what each end
+# received came by RDMA (and ck_data says it was all of what the other end
+# sent).
 ck_negotiated() {
 	local z=0000000000000000
-	local got="${C[mode]}/${C[reason]} ${S[mode]}/${S[reason]} ${C[mode_ready]} ${S[mode_ready]} ${C[peer_reason]}/${S[peer_reason]} ${C[hs_sent]}/${C[hs_recv]} ${S[hs_sent]}/${S[hs_recv]} ${C[ptok]} ${S[ptok]} ${C[prmb]} ${S[prmb]} ${C[info_sent]} ${C[info_recv]} ${S[info_sent]} ${S[info_recv]}"
-	local want="2/12 2/12 2 2 0/0 2/1 1/2 ${S[ltok]} ${C[ltok]} ${S[lrmb]} ${C[lrmb]} ${C[tx]} ${C[rx]} ${S[tx]} ${S[rx]}"
+	local got="${C[mode]}/${C[reason]} ${S[mode]}/${S[reason]} ${C[mode_ready]} ${S[mode_ready]} ${C[peer_reason]}/${S[peer_reason]} ${C[hs_sent]}/${C[hs_recv]} ${S[hs_sent]}/${S[hs_recv]} ${C[hs_bsent]}/${C[hs_brecv]} ${S[hs_bsent]}/${S[hs_brecv]} ${C[ptok]} ${S[ptok]} ${C[prmb]} ${S[prmb]} ${C[info_sent]} ${C[info_recv]} ${S[info_sent]} ${S[info_recv]} ${C[rdma_recv]} ${S[rdma_recv]}"
+	local want="1/0 1/0 1 1 0/0 2/1 1/2 $HS_CLIENT_SENT/$HS_ACCEPT $HS_ACCEPT/$HS_CLIENT_SENT ${S[ltok]} ${C[ltok]} ${S[lrmb]} ${C[lrmb]} ${C[tx]} ${C[rx]} ${S[tx]} ${S[rx]} ${C[rx]} ${S[rx]}"
 	if [ "$got" = "$want" ] && [ "${C[ltok]}" != "$z" ] && [ "${S[ltok]}" != "$z" ] &&
-		[ "${C[ltok]}" != "${S[ltok]}" ] && rmb_ok "${C[lrmb]}" && rmb_ok "${S[lrmb]}"; then
+		[ "${C[ltok]}" != "${S[ltok]}" ] && rmb_ok "${C[lrmb]}" && rmb_ok "${S[lrmb]}" &&
+		[[ ${C[rdma_sent]} =~ ^[0-9]+$ ]] && [ "${C[rdma_sent]}" -le "${C[tx]}" ] &&
+		[[ ${S[rdma_sent]} =~ ^[0-9]+$ ]] && [ "${S[rdma_sent]}" -le "${S[tx]}" ]; then
 		return 0
 	fi
 	ck_negotiated_each
@@ -246,13 +269,17 @@ ck_negotiated() {
 
 ck_negotiated_each() {
 	local p=$pair_ctx z=0000000000000000
-	ck "$p client mode/reason" "${C[mode]}/${C[reason]}" eq 2/12
-	ck "$p server mode/reason" "${S[mode]}/${S[reason]}" eq 2/12
-	ck "$p client mode when EPOLLOUT/connect() said usable" "${C[mode_ready]}" eq 2
-	ck "$p server mode right after accept()" "${S[mode_ready]}" eq 2
+	ck "$p client mode/reason" "${C[mode]}/${C[reason]}" eq 1/0
+	ck "$p server mode/reason" "${S[mode]}/${S[reason]}" eq 1/0
+	ck "$p client mode when EPOLLOUT/connect() said usable" "${C[mode_ready]}" eq 1
+	ck "$p server mode right after accept()" "${S[mode_ready]}" eq 1
 	ck "$p peer_reason client/server" "${C[peer_reason]}/${S[peer_reason]}" eq 0/0
 	ck "$p client handshake messages sent/received" "${C[hs_sent]}/${C[hs_recv]}" eq 2/1
 	ck "$p server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 1/2
+	ck "$p client handshake bytes sent/received (PROPOSAL+CONFIRM $HS_PROPOSAL+$HS_CONFIRM, ACCEPT $HS_ACCEPT)" \
+		"${C[hs_bsent]}/${C[hs_brecv]}" eq "$HS_CLIENT_SENT/$HS_ACCEPT"
+	ck "$p server handshake bytes sent/received" \
+		"${S[hs_bsent]}/${S[hs_brecv]}" eq "$HS_ACCEPT/$HS_CLIENT_SENT"
 	ck "$p client token" "${C[ltok]}" ne "$z"
 	ck "$p server token" "${S[ltok]}" ne "$z"
 	ck "$p client and server tokens differ" "${C[ltok]}" ne "${S[ltok]}"
@@ -264,6 +291,10 @@ ck_negotiated_each() {
 	rmb_ok "${S[lrmb]}" || t_fail "$p server RMB size ${S[lrmb]} not a power of two in 16K..256M"
 	ck_counters client C
 	ck_counters server S
+	ck "$p client SMR_INFO rdma_bytes_received (all it received)" "${C[rdma_recv]}" eq "${C[rx]}"
+	ck "$p server SMR_INFO rdma_bytes_received (all it received)" "${S[rdma_recv]}" eq "${S[rx]}"
+	ck "$p client SMR_INFO rdma_bytes_sent (at most its bytes_sent)" "${C[rdma_sent]}" le "${C[tx]}"
+	ck "$p server SMR_INFO rdma_bytes_sent (at most its bytes_sent)" "${S[rdma_sent]}" le "${S[tx]}"
 }
 
 # The client's first byte, sent right after a non-blocking connect()
@@ -338,6 +369,50 @@ ck_deltas() {
 	for kv in "$@"; do
 		ck "host ${h^^} counter ${kv%%=*} change" "$(delta "$h" "$from" "$to" "${kv%%=*}")" eq "${kv#*=}"
 	done
+}
+
+# ck_no_fallback HOST FROM TO: no fallback_* counter moved.
+ck_no_fallback() {
+	local names
+	names=$(awk '$1 ~ /^fallback_/ { printf "%s=0 ", $1 }' "$work/$3.$1")
+	if [ -z "$names" ]; then
+		t_fail "host ${1^^}: no fallback_* counters in /proc/net/smr/stats"
+		return
+	fi
+	# shellcheck disable=SC2086
+	ck_deltas "$1" "$2" "$3" $names
+}
+
+# ck_rdma_deltas FROM TO N C2S S2C: N connections from A to B went over RDMA
+# with C2S and S2C bytes each: the mode, byte and handshake counters of
+# both hosts moved by exactly that, and no fallback counter moved.
+ck_rdma_deltas() {
+	local from=$1 to=$2 n=$3 c2s=$4 s2c=$5 h
+	for h in a b; do
+		ck_deltas $h "$from" "$to" handshakes_started="$n" \
+			handshakes_completed="$n" handshakes_declined=0 handshakes_aborted=0 \
+			bad_options=0 mode_rdma="$n" mode_tcp=0 \
+			tcp_bytes_sent=0 tcp_bytes_received=0
+		ck_no_fallback $h "$from" "$to"
+	done
+	ck_deltas a "$from" "$to" rdma_bytes_sent=$((n * c2s)) \
+		rdma_bytes_received=$((n * s2c)) connects="$n" accepts=0
+	ck_deltas b "$from" "$to" rdma_bytes_sent=$((n * s2c)) \
+		rdma_bytes_received=$((n * c2s)) accepts="$n" connects=0
+}
+
+# snap_settled LABEL FROM: snap LABEL once sockets_active on both hosts is
+# back where it was at snapshot FROM (closed RDMA connections hold their
+# sock until both final CDCs are exchanged), or after 20 s.
+snap_settled() {
+	local i
+	for ((i = 0; i < 40; i++)); do
+		snap "$1"
+		[ "$(delta a "$2" "$1" sockets_active)/$(delta b "$2" "$1" sockets_active)" = 0/0 ] &&
+			break
+		sleep 0.5
+	done
+	t_diag "sockets_active back after $i extra snapshot(s) of 0.5 s"
 }
 
 # --- the capture -------------------------------------------------------------
@@ -424,13 +499,16 @@ case_negotiated() {
 	c2s=262144 s2c=196608
 	local common="$fargs $bargs -n $n -s $c2s -r $s2c -o $order"
 	t_begin "$id"
+	snap "$name.before"
 	pair "$name" "$port" "$common" "-a $addr $common"
+	snap "$name.after"
 	ck_summaries "$name" "$n"
 	each_pair "$name" chk_negotiated_pair
 	ck "$name connections checked" "$pair_count" eq "$n"
 	tokens_unique "$name"
 	[ "$blocking" = 1 ] || ck_no_spurious "$name"
-	t_note "IPv$fam $([ "$blocking" = 1 ] && echo blocking || echo non-blocking), $n conns, order $order, $c2s/$s2c bytes each way: rdma_unavailable both ends, tokens crossed, hs 2/1 and 1/2"
+	ck_rdma_deltas "$name.before" "$name.after" "$n" "$c2s" "$s2c"
+	t_note "IPv$fam $([ "$blocking" = 1 ] && echo blocking || echo non-blocking), $n conns, order $order, $c2s/$s2c bytes each way: mode rdma (reason none) both ends, every byte by RDMA, tokens crossed, hs 2/1 and 1/2 ($HS_CLIENT_SENT/$HS_ACCEPT bytes), counters mode_rdma/rdma_bytes_* moved, tcp_bytes_* and fallback_* did not"
 	t_file "$name client" "$work/$name.client" 3
 	t_file "$name server" "$work/$name.server" 3
 	t_end
@@ -493,6 +571,7 @@ chk_strip_pair() {
 	ck "$pair_ctx server reason" "${S[reason]}" in "2 7"
 	ck "$pair_ctx server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 0/0
 	ck_counters server S
+	ck_tcp_bytes server S
 	strip_server_reasons+=" ${S[reason]}"
 }
 
@@ -525,6 +604,7 @@ chk_strip_sf_pair() {
 	ck "$pair_ctx server mode/reason" "${S[mode]}/${S[reason]}" eq 2/7
 	ck "$pair_ctx server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 0/0
 	ck_counters server S
+	ck_tcp_bytes server S
 	# accept() only returned once the server gave up on the PROPOSAL
 	ck "$pair_ctx client: ms until the server's first byte" "${C[first_rx_ms]}" ge 2900
 	strip_first_rx=${C[first_rx_ms]}
@@ -711,7 +791,9 @@ case_reuseport() {
 	t_begin reuseport
 	c2s=20000 s2c=20000
 	client_nb=1
+	snap reuse.before
 	pair reuse 5901 "-L 2 -n 20 -s $c2s -r $s2c" "-a $peer -n 20 -s $c2s -r $s2c"
+	snap reuse.after
 	ck_summaries reuse 20
 	each_pair reuse chk_reuseport_pair
 	ck "connections checked" "$pair_count" eq 20
@@ -719,8 +801,33 @@ case_reuseport() {
 	ck_no_spurious reuse
 	ck "connections accepted by listener 0" "${reuse_lst[0]:-0}" ge 1
 	ck "connections accepted by listener 1" "${reuse_lst[1]:-0}" ge 1
-	t_note "two SO_REUSEPORT SMR listeners: 20 conns negotiated, split ${reuse_lst[0]:-0}/${reuse_lst[1]:-0}, data intact"
+	ck_rdma_deltas reuse.before reuse.after 20 "$c2s" "$s2c"
+	t_note "two SO_REUSEPORT SMR listeners: 20 conns in mode rdma, split ${reuse_lst[0]:-0}/${reuse_lst[1]:-0}, data intact"
 	t_end
+}
+
+# many_watch: in the background while the 1000 connections run, every
+# 15 s both hosts' counters and A's links into $out/many-progress.txt (it
+# survives a vm-run timeout); after 90 s, a stall: blocked tasks of both
+# hosts to their consoles (sysrq w).
+many_watch() {
+	local i=0
+	while :; do
+		sleep 15
+		i=$((i + 15))
+		{
+			echo "--- +$i s"
+			echo "A: $(grep -E '^(connects|accepts|mode_rdma|mode_tcp|handshakes_[a-z]*|buffers_[a-z_]*|cdc_sent|cdc_received|cdc_bad|sockets_active|fallback_no_memory) ' /proc/net/smr/stats | tr '\n' ' ')"
+			echo "B: $(b_call stats | grep -E '^(connects|accepts|mode_rdma|mode_tcp|handshakes_[a-z]*|buffers_[a-z_]*|cdc_sent|cdc_received|cdc_bad|sockets_active|fallback_no_memory) ' | tr '\n' ' ')"
+			cat /proc/net/smr/links
+			echo "A: connections on links: $(($(wc -l </proc/net/smr/conns) - 1))"
+		} >>"$out/many-progress.txt" 2>&1
+		if [ "$i" = 90 ]; then
+			log "many_connects: still running after 90 s: blocked tasks to the consoles (sysrq w)"
+			echo w >/proc/sysrq-trigger
+			b_call sysrq_w >/dev/null
+		fi
+	done
 }
 
 chk_many_pair() {
@@ -730,59 +837,86 @@ chk_many_pair() {
 }
 
 case_many() {
-	local n=1000 el
+	local n=1000 el watch_pid
 	t_begin many_connects
 	c2s=512 s2c=512
 	client_nb=1
 	order=both
 	early_ok=0
 	snap many.before
+	: >"$out/many-progress.txt"
+	many_watch &
+	watch_pid=$!
 	pair many 6001 "-n $n -B 4096 -T 240 -s $c2s -r $s2c" "-a $peer -n $n -T 240 -s $c2s -r $s2c" 300
-	snap many.after
+	kill "$watch_pid" 2>/dev/null
+	wait "$watch_pid" 2>/dev/null
+	log "many_connects: the $n connections ended after $((SECONDS - t_start)) s"
+	snap_settled many.after many.before
+	cat /proc/net/smr/links >"$work/many.links.a" 2>&1
 	ck_summaries many $n
 	each_pair many chk_many_pair
 	ck "connections checked" "$pair_count" eq $n
 	tokens_unique many
 	ck_no_spurious many
+	ck_rdma_deltas many.before many.after $n $c2s $s2c
 	for h in a b; do
-		ck_deltas $h many.before many.after handshakes_started=$n \
-			handshakes_completed=$n handshakes_declined=0 handshakes_aborted=0 \
-			bad_options=0 fallback_rdma_unavailable=$n mode_tcp=$n mode_rdma=0 \
-			tcp_bytes_sent=$((n * 512)) tcp_bytes_received=$((n * 512)) \
-			sockets_active=0 negotiation_records=0
+		ck_deltas $h many.before many.after sockets_active=0 negotiation_records=0
 	done
-	ck_deltas a many.before many.after connects=$n accepts=0 sockets_created=$n
-	ck_deltas b many.before many.after accepts=$n connects=0 listens=1 \
-		sockets_created=$((n + 1))
+	ck_deltas a many.before many.after sockets_created=$n
+	ck_deltas b many.before many.after listens=1 sockets_created=$((n + 1))
 	el=$(grep '^summary ' "$work/many.client" | sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p')
-	t_note "$n simultaneous non-blocking SMR connects: all negotiated (rdma_unavailable) in ${el:-?} ms ($early_ok decided before the send() that followed connect()), data intact, counters moved by $n on each host (handshakes_started/completed, fallback_rdma_unavailable), sockets_active back to where it was"
+	t_diag "client: $(grep '^summary ' "$work/many.client")"
+	t_diag "client mode/reason/peer_reason of the connections (count value):"
+	awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(mode|reason|peer_reason)=/) printf "%s ", $i; print "" }' \
+		"$work/many.client" | sort | uniq -c | sed 's/^/  /' >>"$out/diag-$t_id.txt"
+	t_diag "server: $(grep '^summary ' "$work/many.server")"
+	t_file "A's links after" "$work/many.links.a"
+	t_note "$n simultaneous non-blocking SMR connects: all in mode rdma in ${el:-?} ms ($early_ok decided before the send() that followed connect()), data intact, counters moved by $n on each host (handshakes_started/completed, mode_rdma; rdma_bytes_* by $n x $c2s/$s2c; tcp_bytes_*, mode_tcp and fallback_* not at all), sockets_active back to where it was"
 	t_diag "counters A before/after, B before/after:"
 	paste "$work/many.before.a" "$work/many.after.a" "$work/many.before.b" "$work/many.after.b" |
 		awk '{ printf "  %-28s %10s %10s   %10s %10s\n", $1, $2, $4, $6, $8 }' >>"$out/diag-$t_id.txt"
 	t_end
 }
 
-# A server without an RDMA device declines; both ends carry on over TCP.
+# A listener without an RDMA device declines in its SYN-ACK already (the
+# answer carries the NO_DEVICE flag, 0x02): the client builds no RDMA link
+# to it and sends no PROPOSAL; both ends decide at once, without a
+# handshake message, and carry on over TCP.
+decl_ready=
 chk_decline_pair() {
 	ck_data
 	ck "$pair_ctx client mode/reason/peer_reason" \
 		"${C[mode]}/${C[reason]}/${C[peer_reason]}" eq 2/6/5
-	ck "$pair_ctx server mode/reason" "${S[mode]}/${S[reason]}" eq 2/5
-	ck "$pair_ctx client handshake messages sent/received" \
-		"${C[hs_sent]}/${C[hs_recv]}" eq 1/1
-	ck "$pair_ctx server handshake messages sent/received" \
-		"${S[hs_sent]}/${S[hs_recv]}" eq 1/1
+	ck "$pair_ctx server mode/reason/peer_reason" \
+		"${S[mode]}/${S[reason]}/${S[peer_reason]}" eq 2/5/0
+	ck "$pair_ctx client mode when usable" "${C[mode_ready]}" eq 2
+	ck "$pair_ctx server mode right after accept()" "${S[mode_ready]}" eq 2
+	ck "$pair_ctx client handshake messages/bytes sent/received" \
+		"${C[hs_sent]}/${C[hs_recv]} ${C[hs_bsent]}/${C[hs_brecv]}" eq "0/0 0/0"
+	ck "$pair_ctx server handshake messages/bytes sent/received" \
+		"${S[hs_sent]}/${S[hs_recv]} ${S[hs_bsent]}/${S[hs_brecv]}" eq "0/0 0/0"
+	ck "$pair_ctx client tokens" "${C[ltok]}/${C[ptok]}" eq 0000000000000000/0000000000000000
+	ck "$pair_ctx server tokens" "${S[ltok]}/${S[ptok]}" eq 0000000000000000/0000000000000000
+	ck_counters client C
+	ck_counters server S
+	ck_tcp_bytes client C
+	ck_tcp_bytes server S
+	ck_early_send
+	decl_ready+=" ${C[ready_ms]}"
 }
 
 case_decline() {
-	local r
+	local r h
 	t_begin declined
 	client_nb=1
 	order=both
+	early_ok=0
 	c2s=65536 s2c=65536
+	decl_ready=
 	r=$(b_call rxe_del)
 	ck "B's soft-RoCE device removed" "$r" eq ok
 	snap decl.before
+	cat /proc/net/smr/links >"$work/decl.links.a" 2>&1
 	pair decl 6201 "-n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
 	snap decl.after
 	r=$(b_call rxe_add)
@@ -790,11 +924,20 @@ case_decline() {
 	ck_summaries decl 2
 	each_pair decl chk_decline_pair
 	ck "connections checked" "$pair_count" eq 2
+	ck_wire 6201 "${C[lport]:-0}" yes proof
+	ck "wire: the SYN-ACK's answer flags (bit 1 NO_DEVICE)" "${P[smr_flags]:-}" eq 2
 	ck_deltas a decl.before decl.after handshakes_declined=2 \
-		fallback_peer_declined=2 handshakes_completed=0
+		fallback_peer_declined=2 connects=2
 	ck_deltas b decl.before decl.after handshakes_declined=2 \
-		fallback_no_rdma_device=2 handshakes_completed=0
-	t_note "B without an RDMA device: DECLINE(no_rdma_device); client peer_declined/5, server no_rdma_device, data intact"
+		fallback_no_rdma_device=2 accepts=2
+	for h in a b; do
+		ck_deltas $h decl.before decl.after handshakes_started=0 \
+			handshakes_completed=0 handshakes_aborted=0 mode_tcp=2 mode_rdma=0 \
+			tcp_bytes_sent=$((2 * c2s)) tcp_bytes_received=$((2 * s2c)) \
+			rdma_bytes_sent=0 rdma_bytes_received=0
+	done
+	t_file "A's links when the clients started" "$work/decl.links.a"
+	t_note "B without an RDMA device: its SYN-ACK answers with the NO_DEVICE flag; client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake message either way, usable after$decl_ready ms, data intact over TCP"
 	t_end
 }
 

@@ -12,9 +12,9 @@
 #
 # Verbs (functions b_VERB below): ping, serve NAME ARGS..., result NAME
 # SECONDS, stats, sysctl KEY=VALUE, strip_answer PORT, drop_hs PORT,
-# echo_start PORT, echo_stop, nft_list, nft_flush. Servers and the
-# middlebox run detached, their output in $work; the service only starts,
-# stops and reports them.
+# echo_start PORT, echo_stop, nft_list, nft_flush, rxe_del, rxe_add,
+# sysrq_w. Servers and the middlebox run detached, their output in $work;
+# the service only starts, stops and reports them.
 set -uo pipefail
 
 # shellcheck source=selftests/negot/negot_lib.sh
@@ -176,6 +176,11 @@ b_rxe_del() {
 	rdma link show 2>/dev/null |
 		sed -n 's/^link rxe0\/[0-9]* .* netdev \([^ ]*\).*/\1/p' >"$work/rxe.netdev"
 	[ -s "$work/rxe.netdev" ] && rdma link delete rxe0 && echo ok
+}
+
+# sysrq_w: the blocked tasks to the console (diagnosing a stall).
+b_sysrq_w() {
+	echo w >/proc/sysrq-trigger && echo ok
 }
 
 b_rxe_add() {

@@ -26,7 +26,11 @@
  *   mode_ready     SMR mode when the connection became usable (EPOLLOUT,
  *                  connect() or accept() returning): an SMR socket must
  *                  never look usable while its negotiation is pending (0)
- *   mode ... info_recv  SMR_INFO at the end (AF_SMR sockets; -1 otherwise)
+ *   mode ... hs_brecv   SMR_INFO at the end (AF_SMR sockets; -1 otherwise):
+ *                  info_sent/info_recv are bytes_sent/received (all the
+ *                  application's bytes), rdma_sent/rdma_recv the part of
+ *                  them moved by RDMA, hs_bsent/hs_brecv the handshake
+ *                  messages' bytes on the TCP stream
  *   tx, rx         bytes sent and received
  *   rx_bad         offset of the first received byte off the pattern, -1
  *   tx_sha, rx_sha SHA-256 of all bytes sent and received
@@ -270,7 +274,7 @@ static void conn_finish(struct negot_conn *c)
 {
 	char tx_hex[65], rx_hex[65];
 	struct smr_info info;
-	char smr_part[400], cret[16] = "-";
+	char smr_part[512], cret[16] = "-";
 	int ierr = -ENOTSOCK;
 
 	if (c->state == ST_DONE)
@@ -279,17 +283,20 @@ static void conn_finish(struct negot_conn *c)
 		ierr = get_info(c->fd, &info);
 	if (!ierr)
 		snprintf(smr_part, sizeof(smr_part),
-			 "mode=%u reason=%u peer_reason=%u ltok=%016llx ptok=%016llx lrmb=%u prmb=%u hs_sent=%u hs_recv=%u info_sent=%llu info_recv=%llu",
+			 "mode=%u reason=%u peer_reason=%u ltok=%016llx ptok=%016llx lrmb=%u prmb=%u hs_sent=%u hs_recv=%u info_sent=%llu info_recv=%llu rdma_sent=%llu rdma_recv=%llu hs_bsent=%u hs_brecv=%u",
 			 info.mode, info.reason, info.peer_reason,
 			 (unsigned long long)info.local_token,
 			 (unsigned long long)info.peer_token,
 			 info.local_rmb_size, info.peer_rmb_size,
 			 info.hs_msgs_sent, info.hs_msgs_received,
 			 (unsigned long long)info.bytes_sent,
-			 (unsigned long long)info.bytes_received);
+			 (unsigned long long)info.bytes_received,
+			 (unsigned long long)info.rdma_bytes_sent,
+			 (unsigned long long)info.rdma_bytes_received,
+			 info.hs_bytes_sent, info.hs_bytes_received);
 	else
 		snprintf(smr_part, sizeof(smr_part),
-			 "mode=-1 reason=-1 peer_reason=-1 ltok=- ptok=- lrmb=-1 prmb=-1 hs_sent=-1 hs_recv=-1 info_sent=-1 info_recv=-1 info_err=%s",
+			 "mode=-1 reason=-1 peer_reason=-1 ltok=- ptok=- lrmb=-1 prmb=-1 hs_sent=-1 hs_recv=-1 info_sent=-1 info_recv=-1 rdma_sent=-1 rdma_recv=-1 hs_bsent=-1 hs_brecv=-1 info_err=%s",
 			 errname(-ierr));
 	negot_sha256_hex(&c->tx_sha, tx_hex);
 	negot_sha256_hex(&c->rx_sha, rx_hex);
