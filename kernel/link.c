@@ -54,8 +54,10 @@
 #define SMR_LINK_SQ_DEPTH	256
 #define SMR_LINK_RQ_DEPTH	128
 #define SMR_LINK_WR_PER_CDC	4	/* up to three WRITEs and the CDC */
-/* CDC sends in flight; the rest of the send queue stays free for
- * memory registrations and the keepalive, so they never wait on data */
+/*
+ * CDC sends in flight; the rest of the send queue stays free for memory
+ * registrations and the keepalive, so they never wait on data.
+ */
 #define SMR_LINK_SQ_RESERVED	16
 #define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
 				 SMR_LINK_WR_PER_CDC)
