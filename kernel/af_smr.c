@@ -542,7 +542,8 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 
 	sock_graft(&child->sk, newsock);
 	smr_want_sol_socket(newsock);
-	smr_tcp_redirect_wq(child, newsock);
+	smr_tcp_redirect_wq(child, smr_conn_is_rdma(child) ? child->tcp :
+							      newsock);
 	sock_put(lsk);			/* the child's listener reference */
 	child->listener = NULL;
 	newsock->state = SS_CONNECTED;

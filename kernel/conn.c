@@ -536,6 +536,8 @@ void smr_conn_disconnect(struct smr_sock *smr)
 	smr_conn_close(smr);
 	WRITE_ONCE(smr->reason, SMR_REASON_NOT_NEGOTIATED);
 	WRITE_ONCE(smr->mode, SMR_MODE_TCP);
+	if (smr->sk.sk_socket)
+		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);
 }
 
 /*

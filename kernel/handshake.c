@@ -314,6 +314,9 @@ static void smr_hs_agreed(struct smr_sock *smr)
 		return;
 	}
 	smr_set_mode(smr, SMR_MODE_RDMA, SMR_REASON_NONE);
+	/* the inner TCP's own events (its FIN, ACKs) are no SMR events now */
+	if (smr_conn_is_rdma(smr))
+		smr_tcp_redirect_wq(smr, smr->tcp);
 	smr_hs_finish(smr);
 	/* bytes or a FIN may have come before the application looked */
 	smr_conn_wake(smr, EPOLLIN | EPOLLOUT);

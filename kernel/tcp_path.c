@@ -19,7 +19,10 @@
  * SMR pollers (with its exact poll keys) and signals SMR's fasync owners.
  * sock_orphan() in the inner tcp_close() clears sk_wq under the same lock
  * before smr_release() returns, and the SMR socket's wait queue is freed by
- * RCU after that, so no softirq can wake a freed queue.
+ * RCU after that, so no softirq can wake a freed queue. In mode rdma the
+ * inner sock wakes its own socket's queue instead: its FIN and ACKs are no
+ * event of the SMR socket (an edge-triggered poller would see a spurious
+ * edge before the CDC that carries the news).
  *
  * Errors: SO_ERROR is read by the socket layer from the SMR sock itself, so
  * asynchronous TCP errors (refused connect, reset, timeout) are mirrored into

@@ -1562,6 +1562,36 @@ TEST_F(smr_api, epoll_edge)
 	EXPECT_EQ(0, ep_wait(wep, out, 4, 50));
 }
 
+/*
+ * The peer's FIN with data still unread is one edge carrying EPOLLRDHUP,
+ * never a bare EPOLLIN edge first (in mode rdma the inner TCP's own FIN
+ * must not wake pollers ahead of the CDC that says so). A race: try often.
+ */
+TEST_F(smr_api, epoll_edge_fin_once)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+	struct epoll_event out[4];
+	int round, cli, srv, ep;
+
+	for (round = 0; round < 12; round++) {
+		PAIR(&cli, &srv);
+		ep = epoll_create1(0);
+		ASSERT_LE(0, ep);
+		ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
+		ASSERT_EQ(1, xsend(cli, "a", 1, 0));
+		ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+		ASSERT_EQ(EPOLLIN, out[0].events);
+		ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+		ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
+		ASSERT_EQ(EPOLLIN | EPOLLRDHUP, out[0].events)
+			TH_LOG("round %d: edge before the FIN's news", round);
+		ASSERT_EQ(0, ep_wait(ep, out, 4, 50));
+		close(ep);
+		close(cli);
+		close(srv);
+	}
+}
+
 TEST_F(smr_api, epoll_level)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
