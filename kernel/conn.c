@@ -379,6 +379,20 @@ void smr_conn_sent(struct smr_sock *smr, u64 tx_pos, bool ok)
 }
 
 /*
+ * Bytes a CDC carried go into the RMB where a WRITE would have put them,
+ * before the producer cursor that makes them readable moves.
+ */
+static void smr_conn_place_inline(struct smr_conn *conn, u64 pos,
+				  const u8 *data, u32 len)
+{
+	u32 size = conn->rmb->size, off = pos & (size - 1);
+	u32 first = min(len, size - off);
+
+	memcpy(conn->rmb->cpu + off, data, first);
+	memcpy(conn->rmb->cpu, data + first, len - first);
+}
+
+/*
  * A CDC for this host arrived on @link. Softirq. Every value is checked
  * before anything changes; a bad one resets the connection.
  */
@@ -432,6 +446,11 @@ void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
 		bad = true;
 		goto unlock;
 	}
+	/* inline data: the last bytes of what this CDC makes readable */
+	if (cdc.inline_len > prod - conn->rx_prod) {
+		bad = true;
+		goto unlock;
+	}
 	/* it may have consumed only what we wrote */
 	if (conn->peer_rmb_size) {
 		if (smr_cursor_to_count(&cdc.cons, conn->peer_rmb_size,
@@ -462,6 +481,11 @@ void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
 	    !conn->reset) {
 		shut_reset = true;
 		goto unlock;
+	}
+	if (cdc.inline_len) {
+		smr_conn_place_inline(conn, prod - cdc.inline_len,
+				      buf + SMR_CDC_LEN, cdc.inline_len);
+		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CDC_INLINE_RECEIVED);
 	}
 	if (prod != conn->rx_prod) {
 		conn->rx_prod = prod;

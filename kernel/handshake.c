@@ -38,6 +38,7 @@ static int smr_hs_timeout_max = 600000;
 static int smr_link_idle_max = 24 * 3600 * 1000;
 static int smr_buf_max_min = SMR_HS_RMB_MIN;
 static int smr_buf_max_max = SMR_HS_RMB_MAX;
+static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
 
 static DEFINE_HASHTABLE(smr_token_table, 10);
 static DEFINE_SPINLOCK(smr_token_lock);
@@ -419,7 +420,8 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 		return;		/* kicked again when it is */
 
 	msg.proposal.max_version = SMR_HS_VERSION;
-	msg.proposal.caps = SMR_HS_CAP_RDMA;	/* we offered: we have one */
+	/* we offered: we have one */
+	msg.proposal.caps = SMR_HS_CAP_RDMA | SMR_HS_CAP_CDC_INLINE;
 	smr_hs_fill_addr(smr, &msg.proposal.addr);
 	msg.proposal.token = smr_hs_new_token(smr);
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
@@ -460,6 +462,7 @@ static void smr_hs_client_read(struct smr_sock *smr)
 		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
 		return;
 	}
+	smr->conn.peer_cdc_inline = msg.accept.caps & SMR_HS_CAP_CDC_INLINE;
 	smr_conn_set_peer(smr, &msg.accept.rmb);
 	smr_conn_start(smr);
 
@@ -543,12 +546,14 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
 		return;
 	}
+	/* read under conn->lock only after smr_conn_set_peer() */
+	smr->conn.peer_cdc_inline = msg.proposal.caps & SMR_HS_CAP_CDC_INLINE;
 	/* the token goes in the table before the client can use it */
 	accept.accept.token = smr_hs_new_token(smr);
 	smr_conn_start(smr);
 
 	accept.accept.version = SMR_HS_VERSION;
-	accept.accept.caps = SMR_HS_CAP_RDMA;
+	accept.accept.caps = SMR_HS_CAP_RDMA | SMR_HS_CAP_CDC_INLINE;
 	smr_hs_fill_addr(smr, &accept.accept.addr);
 	accept.accept.token_echo = smr->peer_token;
 	smr_conn_fill_rmb(smr, &accept.accept.rmb);
@@ -698,6 +703,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &smr_buf_max_min,
 		.extra2		= &smr_buf_max_max,
+	},
+	{
+		.procname	= "cdc_inline_max",
+		.data		= &smr_cdc_inline_max,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &smr_cdc_inline_limit,
 	},
 	{
 		.procname	= "mem_max",

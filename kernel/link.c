@@ -61,7 +61,7 @@
 #define SMR_LINK_SQ_RESERVED	16
 #define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
 				 SMR_LINK_WR_PER_CDC)
-#define SMR_LINK_MSG_SIZE	64	/* per slot: room for a CDC */
+#define SMR_LINK_MSG_SIZE	192	/* per slot: a CDC and its inline data */
 #define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
 #define SMR_CM_VERSION		1
 #define SMR_CM_PRIV_LEN		12
@@ -406,8 +406,9 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
  */
 int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
-		      u64 tx_pos)
+		      const u8 *data, u64 tx_pos)
 {
+	u32 len = SMR_CDC_LEN + cdc->inline_len;
 	struct smr_cdc_slot *slot;
 	const struct ib_send_wr *bad;
 	struct ib_send_wr send = {}, *w, *first;
@@ -433,7 +434,9 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	link->sq_free -= nr_wr;
 
 	smr_cdc_build(cdc, slot->msg);
-	ib_dma_sync_single_for_device(link->ibdev, slot->dma, SMR_CDC_LEN,
+	if (cdc->inline_len)
+		memcpy(slot->msg + SMR_CDC_LEN, data, cdc->inline_len);
+	ib_dma_sync_single_for_device(link->ibdev, slot->dma, len,
 				      DMA_TO_DEVICE);
 	sock_hold(&smr->sk);
 	slot->smr = smr;
@@ -441,7 +444,7 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	slot->nr_wr = nr_wr;
 
 	sge.addr = slot->dma;
-	sge.length = SMR_CDC_LEN;
+	sge.length = len;
 	sge.lkey = link->pd->local_dma_lkey;
 	send.wr_cqe = &slot->cqe;
 	send.sg_list = &sge;
@@ -1160,6 +1163,7 @@ int smr_link_init(void)
 	struct rdma_cm_id *id;
 	int err;
 
+	BUILD_BUG_ON(SMR_LINK_MSG_SIZE < SMR_CDC_MAX_LEN);
 	id = rdma_create_id(&init_net, smr_cm_handler, NULL, RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id))

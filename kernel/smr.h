@@ -92,6 +92,7 @@ struct smr_conn {
 	u64			peer_rmb_addr;
 	u32			peer_rmb_rkey;
 	u32			peer_rmb_size;
+	bool			peer_cdc_inline; /* takes data in CDCs */
 
 	u64			tx_prod;	/* copied into sndbuf */
 	u64			tx_sent;	/* RDMA WRITE posted */
@@ -290,7 +291,7 @@ void smr_link_attach(struct smr_link *link, struct smr_sock *smr);
 void smr_link_detach(struct smr_link *link, struct smr_sock *smr);
 int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
-		      u64 tx_pos);
+		      const u8 *data, u64 tx_pos);
 int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr);
 void smr_link_wait_slot(struct smr_link *link, struct smr_sock *smr);
 void smr_link_devices_gone(struct ib_device *ibdev);
@@ -328,6 +329,7 @@ void smr_buf_free(struct smr_buf *buf);
 u32 smr_buf_size_for(int sockbuf);
 extern long smr_buf_mem_max;
 extern int smr_buf_max;
+extern int smr_cdc_inline_max;
 extern atomic_long_t smr_buf_mem_used;
 
 /* conn.c: a connection's RDMA life: setup, CDC handling, close, abort */
@@ -426,6 +428,8 @@ enum smr_stat {
 	SMR_STAT_BUF_ALLOCATED,		/* buffers registered */
 	SMR_STAT_BUF_REUSED,		/* buffers taken from a pool */
 	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
+	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */
+	SMR_STAT_CDC_INLINE_RECEIVED,
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

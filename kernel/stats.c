@@ -61,24 +61,8 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_BUF_ALLOCATED]	= "buffers_allocated",
 	[SMR_STAT_BUF_REUSED]		= "buffers_reused",
 	[SMR_STAT_BUF_MEM_LIMIT]	= "buffers_mem_limit",
-};
-
-/* counter names are "fallback_" + these; indexed by enum smr_reason */
-static const char *const smr_reason_names[SMR_REASON_MAX] = {
-	[SMR_REASON_NONE]		= "none",
-	[SMR_REASON_NOT_NEGOTIATED]	= "not_negotiated",
-	[SMR_REASON_PEER_NO_SMR]	= "peer_no_smr",
-	[SMR_REASON_OPTION_NO_SPACE]	= "option_no_space",
-	[SMR_REASON_SYN_COOKIES]	= "syn_cookies",
-	[SMR_REASON_NO_RDMA_DEVICE]	= "no_rdma_device",
-	[SMR_REASON_PEER_DECLINED]	= "peer_declined",
-	[SMR_REASON_HANDSHAKE_TIMEOUT]	= "handshake_timeout",
-	[SMR_REASON_VERSION_MISMATCH]	= "version_mismatch",
-	[SMR_REASON_NO_MEMORY]		= "no_memory",
-	[SMR_REASON_LINK_FAILURE]	= "link_failure",
-	[SMR_REASON_PROTOCOL_ERROR]	= "protocol_error",
-	[SMR_REASON_RDMA_UNAVAILABLE]	= "rdma_unavailable",
-	[SMR_REASON_OPTION_ECHOED]	= "option_echoed",
+	[SMR_STAT_CDC_INLINE_SENT]	= "cdc_inline_sent",
+	[SMR_STAT_CDC_INLINE_RECEIVED]	= "cdc_inline_received",
 };
 
 void smr_stat_add(const struct net *net, enum smr_stat stat, s64 delta)
@@ -107,7 +91,7 @@ static int smr_stats_show(struct seq_file *seq, void *v)
 		seq_printf(seq, "%s %lld\n", smr_stat_names[i],
 			   smr_stat_sum(sn, i));
 	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
-		seq_printf(seq, "fallback_%s %lld\n", smr_reason_names[i],
+		seq_printf(seq, "fallback_%s %lld\n", smr_reason_name(i),
 			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
 	seq_printf(seq, "buffer_bytes_pinned %ld\n",
 		   atomic_long_read(&smr_buf_mem_used));

@@ -35,6 +35,9 @@
 
 #define SMR_TX_MAX_WRITES	3
 
+/* net.smr.cdc_inline_max: sends this small ride in the CDC itself */
+int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
+
 /*
  * The inner TCP socket's TCP_NODELAY and TCP_CORK (a bit-field, read
  * locklessly: a stale answer only delays or hastens one push).
@@ -88,6 +91,17 @@ static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
 	return i ? &wr[0].wr : NULL;
 }
 
+/* Copy @len bytes at byte count @pos out of the send ring into @dst. */
+static void smr_tx_copy_out(const struct smr_conn *conn, u64 pos, u32 len,
+			    u8 *dst)
+{
+	u32 size = conn->sndbuf->size, off = pos & (size - 1);
+	u32 first = min(len, size - off);
+
+	memcpy(dst, conn->sndbuf->cpu + off, first);
+	memcpy(dst + first, conn->sndbuf->cpu, len - first);
+}
+
 /* How many bytes to WRITE now; 0 to hold them back (coalescing). */
 static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 {
@@ -125,6 +139,7 @@ void smr_tx_push_locked(struct smr_sock *smr)
 	struct ib_rdma_wr wr[SMR_TX_MAX_WRITES];
 	struct ib_sge sge[SMR_TX_MAX_WRITES];
 	struct ib_send_wr *writes = NULL;
+	u8 data[SMR_CDC_INLINE_MAX];
 	struct smr_cdc cdc = {};
 	bool blocked, fin, close, all_out, cons_due, final;
 	u32 n;
@@ -174,7 +189,14 @@ void smr_tx_push_locked(struct smr_sock *smr)
 			smr_cursor_from_count(conn->tx_urg - 1,
 					      conn->peer_rmb_size, &cdc.urg);
 		}
-		writes = smr_tx_build_writes(conn, conn->tx_sent, n, wr, sge);
+		if (n && conn->peer_cdc_inline &&
+		    n <= READ_ONCE(smr_cdc_inline_max)) {
+			smr_tx_copy_out(conn, conn->tx_sent, n, data);
+			cdc.inline_len = n;
+		} else {
+			writes = smr_tx_build_writes(conn, conn->tx_sent, n,
+						     wr, sge);
+		}
 	}
 	final = cdc.flags & SMR_CDC_F_CLOSED;
 
@@ -184,7 +206,7 @@ void smr_tx_push_locked(struct smr_sock *smr)
 			      &cdc.prod);
 	smr_cursor_from_count(conn->rx_cons, conn->rmb->size, &cdc.cons);
 
-	err = smr_link_post_cdc(conn->link, smr, writes, &cdc,
+	err = smr_link_post_cdc(conn->link, smr, writes, &cdc, data,
 				conn->tx_sent + n);
 	if (err == -EAGAIN) {
 		smr_link_wait_slot(conn->link, smr);
@@ -205,6 +227,8 @@ void smr_tx_push_locked(struct smr_sock *smr)
 		conn->tx_final_sent = true;
 	if (conn->tx_urg && conn->tx_urg <= conn->tx_sent)
 		conn->tx_urg = 0;
+	if (cdc.inline_len)
+		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CDC_INLINE_SENT);
 	if (n) {
 		atomic64_add(n, &smr->rdma_bytes_sent);
 		smr_stat_add(sock_net(&smr->sk), SMR_STAT_RDMA_BYTES_SENT, n);

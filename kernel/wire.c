@@ -475,7 +475,8 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 #define SMR_CDC_OFF_PROD	16
 #define SMR_CDC_OFF_CONS	24
 #define SMR_CDC_OFF_URG		32
-#define SMR_CDC_OFF_RESERVED	40	/* u32, written 0, ignored on parse */
+#define SMR_CDC_OFF_INLINE_LEN	40	/* u16 */
+#define SMR_CDC_OFF_RESERVED	42	/* u16, written 0, ignored on parse */
 
 /* a cursor on the wire: wrap (u32), count (u32) */
 #define SMR_CDC_CURSOR_COUNT	4
@@ -514,6 +515,11 @@ int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out)
 	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_PROD, &c.prod);
 	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_CONS, &c.cons);
 	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_URG, &c.urg);
+	c.inline_len = smr_get_be16(buf + SMR_CDC_OFF_INLINE_LEN);
+	if (c.inline_len > SMR_CDC_INLINE_MAX)
+		return -SMR_WIRE_EFIELD;
+	if (len - SMR_CDC_LEN < c.inline_len)
+		return -SMR_WIRE_ELENGTH;
 	*out = c;
 	return 0;
 }
@@ -528,7 +534,8 @@ void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf)
 	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_PROD, &cdc->prod);
 	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_CONS, &cdc->cons);
 	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_URG, &cdc->urg);
-	smr_put_be32(buf + SMR_CDC_OFF_RESERVED, 0);
+	smr_put_be16(buf + SMR_CDC_OFF_INLINE_LEN, cdc->inline_len);
+	smr_put_be16(buf + SMR_CDC_OFF_RESERVED, 0);
 }
 
 /* ---- ring cursors ---- */

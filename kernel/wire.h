@@ -74,6 +74,7 @@ enum smr_hs_type {
 #define SMR_HS_DECLINE_LEN	24
 
 #define SMR_HS_CAP_RDMA		0x01	/* sender has an RDMA device for the peer */
+#define SMR_HS_CAP_CDC_INLINE	0x02	/* sender takes CDCs carrying data */
 
 /*
  * DECLINE carries the sender's enum smr_reason (uapi, not included here).
@@ -179,7 +180,14 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap);
 /* ---- CDC: connection data control, one IB SEND per message ---- */
 #define SMR_CDC_MAGIC		0x534d5243u	/* "SMRC" */
 #define SMR_CDC_VERSION		1
-#define SMR_CDC_LEN		44		/* version 1, exact */
+#define SMR_CDC_LEN		44		/* version 1 header, exact */
+/*
+ * A CDC may carry the last @inline_len stream bytes before its producer
+ * cursor after the header (one SEND instead of WRITE + SEND: small
+ * messages pay one packet), to peers that announced SMR_HS_CAP_CDC_INLINE.
+ */
+#define SMR_CDC_INLINE_MAX	128
+#define SMR_CDC_MAX_LEN		(SMR_CDC_LEN + SMR_CDC_INLINE_MAX)
 
 /* flags; unknown bits are ignored */
 #define SMR_CDC_F_WRITE_BLOCKED	0x01	/* sender has data the ring can't take */
@@ -201,17 +209,20 @@ struct smr_cdc {
 	struct smr_cdc_cursor	prod;		/* sender's writes into our RMB */
 	struct smr_cdc_cursor	cons;		/* sender's reads from its RMB */
 	struct smr_cdc_cursor	urg;		/* the urgent byte, if F_URGENT */
+	u16			inline_len;	/* data bytes after the header */
 };
 
 /*
  * Parse one CDC message of @len bytes (what the receive completion said).
  * 0 and @out filled, or -SMR_WIRE_EMAGIC / -SMR_WIRE_EVERSION /
- * -SMR_WIRE_ELENGTH (shorter than SMR_CDC_LEN) / -SMR_WIRE_ETOKEN (token
- * zero). Bytes past SMR_CDC_LEN are ignored. Cursor values are not checked
- * here: only the connection knows its ring (smr_cursor_to_count()).
+ * -SMR_WIRE_ELENGTH (shorter than SMR_CDC_LEN, or than the header plus
+ * its inline data) / -SMR_WIRE_EFIELD (inline_len over SMR_CDC_INLINE_MAX)
+ * / -SMR_WIRE_ETOKEN (token zero). The inline data is the @inline_len
+ * bytes after the header; bytes past it are ignored. Cursor values are not
+ * checked here: only the connection knows its ring (smr_cursor_to_count()).
  */
 int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out);
-/* Encode @cdc into SMR_CDC_LEN bytes at @buf. */
+/* Encode @cdc's header into SMR_CDC_LEN bytes at @buf (data not copied). */
 void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf);
 
 /*

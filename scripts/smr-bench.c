@@ -259,23 +259,6 @@ static int bench_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static const char *const bench_smr_reasons[] = {
-	[SMR_REASON_NONE] = "none",
-	[SMR_REASON_NOT_NEGOTIATED] = "not_negotiated",
-	[SMR_REASON_PEER_NO_SMR] = "peer_no_smr",
-	[SMR_REASON_OPTION_NO_SPACE] = "option_no_space",
-	[SMR_REASON_SYN_COOKIES] = "syn_cookies",
-	[SMR_REASON_NO_RDMA_DEVICE] = "no_rdma_device",
-	[SMR_REASON_PEER_DECLINED] = "peer_declined",
-	[SMR_REASON_HANDSHAKE_TIMEOUT] = "handshake_timeout",
-	[SMR_REASON_VERSION_MISMATCH] = "version_mismatch",
-	[SMR_REASON_NO_MEMORY] = "no_memory",
-	[SMR_REASON_LINK_FAILURE] = "link_failure",
-	[SMR_REASON_PROTOCOL_ERROR] = "protocol_error",
-	[SMR_REASON_RDMA_UNAVAILABLE] = "rdma_unavailable",
-	[SMR_REASON_OPTION_ECHOED] = "option_echoed",
-};
-
 static void bench_smr_mode(int fd, char *mode, struct smr_info *info)
 {
 	socklen_t len = sizeof(*info);
@@ -288,9 +271,8 @@ static void bench_smr_mode(int fd, char *mode, struct smr_info *info)
 	if (info->mode == SMR_MODE_RDMA) {
 		snprintf(mode, BENCH_MODE_LEN, "rdma");
 	} else if (info->mode == SMR_MODE_TCP) {
-		if (info->reason < ARRAY_SIZE(bench_smr_reasons) &&
-		    bench_smr_reasons[info->reason])
-			snprintf(mode, BENCH_MODE_LEN, "tcp:%s", bench_smr_reasons[info->reason]);
+		if (smr_reason_name(info->reason))
+			snprintf(mode, BENCH_MODE_LEN, "tcp:%s", smr_reason_name(info->reason));
 		else
 			snprintf(mode, BENCH_MODE_LEN, "tcp:reason_%u", info->reason);
 	} else if (info->mode == SMR_MODE_PENDING) {

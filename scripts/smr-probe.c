@@ -45,29 +45,6 @@
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
-static const char *const smr_mode_names[] = {
-	[SMR_MODE_PENDING] = "pending",
-	[SMR_MODE_RDMA] = "rdma",
-	[SMR_MODE_TCP] = "tcp",
-};
-
-static const char *const smr_reason_names[] = {
-	[SMR_REASON_NONE] = "none",
-	[SMR_REASON_NOT_NEGOTIATED] = "not_negotiated",
-	[SMR_REASON_PEER_NO_SMR] = "peer_no_smr",
-	[SMR_REASON_OPTION_NO_SPACE] = "option_no_space",
-	[SMR_REASON_SYN_COOKIES] = "syn_cookies",
-	[SMR_REASON_NO_RDMA_DEVICE] = "no_rdma_device",
-	[SMR_REASON_PEER_DECLINED] = "peer_declined",
-	[SMR_REASON_HANDSHAKE_TIMEOUT] = "handshake_timeout",
-	[SMR_REASON_VERSION_MISMATCH] = "version_mismatch",
-	[SMR_REASON_NO_MEMORY] = "no_memory",
-	[SMR_REASON_LINK_FAILURE] = "link_failure",
-	[SMR_REASON_PROTOCOL_ERROR] = "protocol_error",
-	[SMR_REASON_RDMA_UNAVAILABLE] = "rdma_unavailable",
-	[SMR_REASON_OPTION_ECHOED] = "option_echoed",
-};
-
 struct probe_opts {
 	bool		listen;
 	bool		flags;		/* -f */
@@ -183,10 +160,8 @@ static void report(int fd, uint64_t sent, uint64_t received, const char *extra)
 		} else {
 			printf("family=%d mode=%s reason=%s bytes_sent=%llu bytes_received=%llu",
 			       family,
-			       info.mode < ARRAY_SIZE(smr_mode_names) ?
-			       smr_mode_names[info.mode] : "unknown",
-			       info.reason < ARRAY_SIZE(smr_reason_names) ?
-			       smr_reason_names[info.reason] : "unknown",
+			       smr_mode_name(info.mode) ?: "unknown",
+			       smr_reason_name(info.reason) ?: "unknown",
 			       (unsigned long long)info.bytes_sent,
 			       (unsigned long long)info.bytes_received);
 		}

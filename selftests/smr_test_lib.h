@@ -6,6 +6,9 @@
 #ifndef SMR_TEST_LIB_H
 #define SMR_TEST_LIB_H
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <linux/smr.h>
 
@@ -190,6 +194,89 @@ static inline const char *smr_mask_str(unsigned int mask, char *buf,
 	if (!used)
 		snprintf(buf, len, "0");
 	return buf;
+}
+
+/* "ECONNRESET" for ECONNRESET, "0" for no error. */
+static inline const char *smr_errname(int err)
+{
+	const char *n;
+
+	if (!err)
+		return "0";
+	n = strerrorname_np(err);
+	return n ? n : "EUNKNOWN";
+}
+
+/* @addr (NULL: any) and @port into @ss; its length, or -1 if unparsable. */
+static inline int smr_fill_addr(struct sockaddr_storage *ss, bool v6,
+				const char *addr, int port)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (v6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		if (addr && inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
+			return -1;
+		return sizeof(*s6);
+	}
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(port);
+	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
+		return -1;
+	return sizeof(*s4);
+}
+
+/* getsockopt(SOL_SMR, SMR_INFO): 0 or -errno; @info zeroed first. */
+static inline int smr_get_info(int fd, struct smr_info *info)
+{
+	socklen_t len = sizeof(*info);
+
+	memset(info, 0, sizeof(*info));
+	if (getsockopt(fd, SOL_SMR, SMR_INFO, info, &len))
+		return -errno;
+	return 0;
+}
+
+/* The local (or @peer) port of @fd, 0 if unknown. */
+static inline unsigned int smr_sock_port(int fd, bool peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) :
+		       getsockname(fd, (struct sockaddr *)&ss, &len);
+
+	if (r)
+		return 0;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/*
+ * Move @fd's epoll interest from *@cur to @events (0: out of the set),
+ * @ptr as its data. 0, or -1 with errno from epoll_ctl.
+ */
+static inline int smr_ep_update(int ep, int fd, void *ptr, uint32_t *cur,
+				uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = ptr };
+
+	if (events == *cur)
+		return 0;
+	if (!*cur) {
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return -1;
+	} else if (!events) {
+		epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+	} else if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev)) {
+		return -1;
+	}
+	*cur = events;
+	return 0;
 }
 
 #endif /* SMR_TEST_LIB_H */

@@ -162,37 +162,6 @@ static void usage(void)
 	exit(2);
 }
 
-static const char *errname(int err)
-{
-	const char *n;
-
-	if (!err)
-		return "0";
-	n = strerrorname_np(err);
-	return n ? n : "EUNKNOWN";
-}
-
-static int fill_addr(struct sockaddr_storage *ss, const char *addr, int port)
-{
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (opt.v6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		if (addr && inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
-			return -1;
-		return sizeof(*s6);
-	}
-	s4->sin_family = AF_INET;
-	s4->sin_port = htons(port);
-	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
-		return -1;
-	return sizeof(*s4);
-}
-
 static int new_socket(bool nonblock)
 {
 	int type = SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0);
@@ -211,7 +180,7 @@ static void set_md5(int fd, const char *peer)
 	struct sockaddr_storage ss;
 	size_t klen = strlen(opt.md5_key);
 
-	if (klen > TCP_MD5SIG_MAXKEYLEN || fill_addr(&ss, peer, 0) < 0) {
+	if (klen > TCP_MD5SIG_MAXKEYLEN || smr_fill_addr(&ss, opt.v6, peer, 0) < 0) {
 		fprintf(stderr, "negot_probe: bad MD5 key or peer address\n");
 		exit(2);
 	}
@@ -222,45 +191,10 @@ static void set_md5(int fd, const char *peer)
 		die("setsockopt(TCP_MD5SIG)");
 }
 
-static int get_info(int fd, struct smr_info *info)
-{
-	socklen_t len = sizeof(*info);
-
-	memset(info, 0, sizeof(*info));
-	if (getsockopt(fd, SOL_SMR, SMR_INFO, info, &len))
-		return -errno;
-	return 0;
-}
-
-static unsigned int sock_port(int fd, bool peer)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) :
-		       getsockname(fd, (struct sockaddr *)&ss, &len);
-
-	if (r)
-		return 0;
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
 static void ep_set(struct negot_conn *c, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = c };
-
-	if (events == c->events)
-		return;
-	if (!c->events) {
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev))
-			die("epoll_ctl(ADD)");
-	} else if (!events) {
-		epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-	} else if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev)) {
-		die("epoll_ctl(MOD)");
-	}
-	c->events = events;
+	if (smr_ep_update(ep, c->fd, c, &c->events, events))
+		die(c->events ? "epoll_ctl(MOD)" : "epoll_ctl(ADD)");
 }
 
 static bool conn_ok(const struct negot_conn *c)
@@ -280,7 +214,7 @@ static void conn_finish(struct negot_conn *c)
 	if (c->state == ST_DONE)
 		return;
 	if (opt.smr && c->fd >= 0)
-		ierr = get_info(c->fd, &info);
+		ierr = smr_get_info(c->fd, &info);
 	if (!ierr)
 		snprintf(smr_part, sizeof(smr_part),
 			 "mode=%u reason=%u peer_reason=%u ltok=%016llx ptok=%016llx lrmb=%u prmb=%u hs_sent=%u hs_recv=%u info_sent=%llu info_recv=%llu rdma_sent=%llu rdma_recv=%llu hs_bsent=%u hs_brecv=%u",
@@ -297,7 +231,7 @@ static void conn_finish(struct negot_conn *c)
 	else
 		snprintf(smr_part, sizeof(smr_part),
 			 "mode=-1 reason=-1 peer_reason=-1 ltok=- ptok=- lrmb=-1 prmb=-1 hs_sent=-1 hs_recv=-1 info_sent=-1 info_recv=-1 rdma_sent=-1 rdma_recv=-1 hs_bsent=-1 hs_brecv=-1 info_err=%s",
-			 errname(-ierr));
+			 smr_errname(-ierr));
 	negot_sha256_hex(&c->tx_sha, tx_hex);
 	negot_sha256_hex(&c->rx_sha, rx_hex);
 	if (c->events)
@@ -314,11 +248,11 @@ static void conn_finish(struct negot_conn *c)
 	printf("conn role=%s type=%s ip=%d idx=%d lst=%d lport=%u rport=%u err=%s at=%s connect_ret=%s t_ms=%lld ready_ms=%lld first_rx_ms=%lld early_send=%s mode_ready=%d %s tx=%llu rx=%llu rx_bad=%lld tx_sha=%s rx_sha=%s ok=%d\n",
 	       opt.server ? "server" : "client", opt.smr ? "smr" : "tcp",
 	       opt.v6 ? 6 : 4, c->idx, c->lst, c->lport, c->rport,
-	       errname(c->err), c->err_at ? c->err_at : "-", cret,
+	       smr_errname(c->err), c->err_at ? c->err_at : "-", cret,
 	       smr_now_ms() - c->t_start,
 	       c->t_ready ? c->t_ready - c->t_start : -1LL,
 	       c->t_first_rx ? c->t_first_rx - c->t_ready : -1LL,
-	       c->early_send < 0 ? "-" : c->early_send ? errname(c->early_send) : "OK",
+	       c->early_send < 0 ? "-" : c->early_send ? smr_errname(c->early_send) : "OK",
 	       c->mode_ready, smr_part,
 	       (unsigned long long)c->tx_off, (unsigned long long)c->rx_off,
 	       (long long)c->rx_bad, tx_hex, rx_hex, conn_ok(c));
@@ -446,10 +380,10 @@ static void conn_ready(struct negot_conn *c)
 	int fl;
 
 	c->t_ready = smr_now_ms();
-	if (opt.smr && !get_info(c->fd, &info))
+	if (opt.smr && !smr_get_info(c->fd, &info))
 		c->mode_ready = info.mode;
-	c->lport = sock_port(c->fd, false);
-	c->rport = sock_port(c->fd, true);
+	c->lport = smr_sock_port(c->fd, false);
+	c->rport = smr_sock_port(c->fd, true);
 	client_port = opt.server ? c->rport : c->lport;
 	c->tx_seed = (opt.server ? NEGOT_S2C_SEED : NEGOT_C2S_SEED) ^ client_port;
 	c->rx_seed = (opt.server ? NEGOT_C2S_SEED : NEGOT_S2C_SEED) ^ client_port;
@@ -532,7 +466,7 @@ static void client_start(struct negot_conn *c, const struct sockaddr_storage *ss
 	 * usable (a client that waits for the server's bytes sends nothing).
 	 */
 	if (opt.order != ORDER_SERVER_FIRST) {
-		smr_pattern_fill(chunk, 1, NEGOT_C2S_SEED ^ sock_port(c->fd, false), 0);
+		smr_pattern_fill(chunk, 1, NEGOT_C2S_SEED ^ smr_sock_port(c->fd, false), 0);
 		if (send(c->fd, chunk, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
 			c->early_send = 0;
 		else
@@ -582,7 +516,7 @@ static void client_run(void)
 	struct sockaddr_storage ss;
 	int sslen, i;
 
-	sslen = fill_addr(&ss, opt.addr, opt.port);
+	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
 	if (!opt.addr || sslen < 0) {
 		fprintf(stderr, "negot_probe: client needs -a ADDR of the right family\n");
 		exit(2);
@@ -638,7 +572,7 @@ static void server_run(void)
 	struct sockaddr_storage ss;
 	int sslen, i, one = 1;
 
-	sslen = fill_addr(&ss, opt.addr, opt.port);
+	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
 	if (sslen < 0) {
 		fprintf(stderr, "negot_probe: bad bind address\n");
 		exit(2);

@@ -16,14 +16,14 @@
 #
 # The cases run in this order (the TAP order differs): links first, since
 # it needs a peer that no connection has linked to yet; then integrity
-# (with the rxe counters around it), link loss, rmmod.
+# (with the rxe counters around it), inline CDCs, link loss, rmmod.
 #
 # Environment (rdma_test.sh passes these through): SMR_EXPECT_MODE
 # (rdma|tcp, default rdma), SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (bytes
 # each way per IPv4 connection, 2 MiB), SMR_RDMA_CONNS6 (20),
 # SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT (debug: stream offset
 # that the first IPv4 connection sends flipped), SMR_RDMA_TESTS (the cases
-# to run, default all: links integrity loss rmmod).
+# to run, default all: links integrity inline loss rmmod).
 set -uo pipefail
 
 # shellcheck source=selftests/rdma/rdma_lib.sh
@@ -39,7 +39,7 @@ bytes4=${SMR_RDMA_BYTES:-2097152}
 conns6=${SMR_RDMA_CONNS6:-20}
 bytes6=${SMR_RDMA_BYTES6:-$bytes4}
 corrupt=${SMR_RDMA_CORRUPT:-}
-run_tests=" ${SMR_RDMA_TESTS:-links integrity loss rmmod} "
+run_tests=" ${SMR_RDMA_TESTS:-links integrity inline loss rmmod} "
 # links: bytes each way on the held connections
 links_bytes=262144
 # loss: connections, and how long they may live once the link is gone
@@ -492,6 +492,56 @@ case_rxe() {
 	t_end
 }
 
+# inline: small writes ride in the CDC itself (one SEND, no WRITE); a
+# sender with net.smr.cdc_inline_max 0 sends none inline but still takes
+# the peer's. Integrity is checked as everywhere.
+case_inline() {
+	local sent_a sent_b recv_a recv_b
+	t_begin inline
+	snap inl.pre
+	if serve inl1 -p 6111 -n 8 -s 262144 -m 100 -S 7 -T 300; then
+		client inl1 -a "$peer" -p 6111 -n 8 -s 262144 -m 100 -S 7 -T 300
+		server_result inl1 120
+		pair_check inl1 8 262144
+	fi
+	snap inl.mid
+	sent_a=$(delta inl.pre inl.mid a cdc_inline_sent)
+	sent_b=$(delta inl.pre inl.mid b cdc_inline_sent)
+	recv_a=$(delta inl.pre inl.mid a cdc_inline_received)
+	recv_b=$(delta inl.pre inl.mid b cdc_inline_received)
+	if [ "$expect" = tcp ]; then
+		# the checker's own check: no CDCs without RDMA
+		ck "A cdc_inline_sent (SMR_EXPECT_MODE=tcp)" "$sent_a" eq 0
+		ck "B cdc_inline_sent (SMR_EXPECT_MODE=tcp)" "$sent_b" eq 0
+		t_end
+		return
+	fi
+	ck "A cdc_inline_sent, writes <= 100 B" "$sent_a" gt 0
+	ck "B cdc_inline_sent, writes <= 100 B" "$sent_b" gt 0
+	ck "B cdc_inline_received = A's sent" "$recv_b" eq "$sent_a"
+	ck "A cdc_inline_received = B's sent" "$recv_a" eq "$sent_b"
+	t_note "inline CDCs A->B $sent_a, B->A $sent_b"
+
+	sysctl -qw net.smr.cdc_inline_max=0
+	if serve inl2 -p 6112 -n 8 -s 262144 -m 100 -S 8 -T 300; then
+		client inl2 -a "$peer" -p 6112 -n 8 -s 262144 -m 100 -S 8 -T 300
+		server_result inl2 120
+		pair_check inl2 8 262144
+	fi
+	sysctl -qw net.smr.cdc_inline_max=128
+	snap inl.post
+	sent_a=$(delta inl.mid inl.post a cdc_inline_sent)
+	sent_b=$(delta inl.mid inl.post b cdc_inline_sent)
+	recv_a=$(delta inl.mid inl.post a cdc_inline_received)
+	ck "A cdc_inline_sent with cdc_inline_max 0" "$sent_a" eq 0
+	ck "B cdc_inline_sent (A still takes them)" "$sent_b" gt 0
+	ck "A cdc_inline_received = B's sent" "$recv_a" eq "$sent_b"
+	ck "A cdc_bad" "$(delta inl.pre inl.post a cdc_bad)" eq 0
+	ck "B cdc_bad" "$(delta inl.pre inl.post b cdc_bad)" eq 0
+	t_note "with A's cdc_inline_max 0: A->B $sent_a, B->A $sent_b"
+	t_end
+}
+
 # loss: B's rxe0 goes away under bulk transfers both ways.
 case_loss() {
 	local pid r t0 ok_n fb f line
@@ -654,7 +704,7 @@ if [ "$(b_call ping 2>/dev/null)" != pong ]; then
 	exit 1
 fi
 
-for c in links integrity loss rmmod; do
+for c in links integrity inline loss rmmod; do
 	if [[ $run_tests == *" $c "* ]]; then
 		"case_$c"
 	else

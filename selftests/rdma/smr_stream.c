@@ -187,26 +187,6 @@ static int nstarted, ndone, nok;
 static uint64_t tx_total, rx_total;
 static uint8_t *rxbuf, *expbuf;
 
-static const char *const mode_names[] = { "pending", "rdma", "tcp" };
-
-/* as in /proc/net/smr/stats, indexed by enum smr_reason */
-static const char *const reason_names[SMR_REASON_MAX] = {
-	[SMR_REASON_NONE]		= "none",
-	[SMR_REASON_NOT_NEGOTIATED]	= "not_negotiated",
-	[SMR_REASON_PEER_NO_SMR]	= "peer_no_smr",
-	[SMR_REASON_OPTION_NO_SPACE]	= "option_no_space",
-	[SMR_REASON_SYN_COOKIES]	= "syn_cookies",
-	[SMR_REASON_NO_RDMA_DEVICE]	= "no_rdma_device",
-	[SMR_REASON_PEER_DECLINED]	= "peer_declined",
-	[SMR_REASON_HANDSHAKE_TIMEOUT]	= "handshake_timeout",
-	[SMR_REASON_VERSION_MISMATCH]	= "version_mismatch",
-	[SMR_REASON_NO_MEMORY]		= "no_memory",
-	[SMR_REASON_LINK_FAILURE]	= "link_failure",
-	[SMR_REASON_PROTOCOL_ERROR]	= "protocol_error",
-	[SMR_REASON_RDMA_UNAVAILABLE]	= "rdma_unavailable",
-	[SMR_REASON_OPTION_ECHOED]	= "option_echoed",
-};
-
 static void die(const char *what)
 {
 	fprintf(stderr, "smr_stream: %s: %s\n", what, strerror(errno));
@@ -222,25 +202,14 @@ static void usage(void)
 	exit(2);
 }
 
-static const char *errname(int err)
-{
-	const char *n;
-
-	if (!err)
-		return "0";
-	n = strerrorname_np(err);
-	return n ? n : "EUNKNOWN";
-}
-
 static const char *mode_name(unsigned int mode)
 {
-	return mode < ARRAY_SIZE(mode_names) ? mode_names[mode] : "unknown";
+	return smr_mode_name(mode) ?: "unknown";
 }
 
 static const char *reason_name(unsigned int reason)
 {
-	return reason < SMR_REASON_MAX && reason_names[reason] ?
-	       reason_names[reason] : "unknown";
+	return smr_reason_name(reason) ?: "unknown";
 }
 
 static bool file_exists(const char *path)
@@ -372,27 +341,6 @@ static uint32_t io_size(uint64_t *rng)
 
 /* ---- connections ---- */
 
-static int fill_addr(struct sockaddr_storage *ss, const char *addr, int port)
-{
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (opt.v6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		if (addr && inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
-			return -1;
-		return sizeof(*s6);
-	}
-	s4->sin_family = AF_INET;
-	s4->sin_port = htons(port);
-	if (addr && inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
-		return -1;
-	return sizeof(*s4);
-}
-
 static int new_socket(void)
 {
 	int type = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
@@ -400,16 +348,6 @@ static int new_socket(void)
 	if (opt.smr)
 		return socket(smr_fam, type, opt.v6 ? SMRPROTO_IPV6 : SMRPROTO_IPV4);
 	return socket(opt.v6 ? AF_INET6 : AF_INET, type, 0);
-}
-
-static int get_info(int fd, struct smr_info *info)
-{
-	socklen_t len = sizeof(*info);
-
-	memset(info, 0, sizeof(*info));
-	if (getsockopt(fd, SOL_SMR, SMR_INFO, info, &len))
-		return -errno;
-	return 0;
 }
 
 static int get_tcp_info(int fd, struct tcp_info *ti)
@@ -422,35 +360,10 @@ static int get_tcp_info(int fd, struct tcp_info *ti)
 	return 0;
 }
 
-static unsigned int sock_port(int fd, bool peer)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) :
-		       getsockname(fd, (struct sockaddr *)&ss, &len);
-
-	if (r)
-		return 0;
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
 static void ep_set(struct rs_conn *c, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = c };
-
-	if (events == c->events)
-		return;
-	if (!c->events) {
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev))
-			die("epoll_ctl(ADD)");
-	} else if (!events) {
-		epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-	} else if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev)) {
-		die("epoll_ctl(MOD)");
-	}
-	c->events = events;
+	if (smr_ep_update(ep, c->fd, c, &c->events, events))
+		die(c->events ? "epoll_ctl(MOD)" : "epoll_ctl(ADD)");
 }
 
 /* Failure reasons of one connection, comma-separated, no spaces. */
@@ -509,7 +422,7 @@ static void judge_mode(const struct rs_conn *c, const struct smr_info *in,
 				(unsigned long long)in->rdma_bytes_received,
 				(unsigned long long)in->bytes_received);
 		if (tierr) {
-			why_add(w, "TCP_INFO_%s", errname(-tierr));
+			why_add(w, "TCP_INFO_%s", smr_errname(-tierr));
 			return;
 		}
 		if (ti->tcpi_bytes_acked >= RS_TCP_HS_MAX)
@@ -530,7 +443,7 @@ static void judge_mode(const struct rs_conn *c, const struct smr_info *in,
 			(unsigned long long)in->rdma_bytes_sent,
 			(unsigned long long)in->rdma_bytes_received);
 	if (tierr)
-		why_add(w, "TCP_INFO_%s", errname(-tierr));
+		why_add(w, "TCP_INFO_%s", smr_errname(-tierr));
 	else if (ti->tcpi_bytes_received < c->rx)
 		why_add(w, "inner_tcp_bytes_received_%llu_<_payload_%llu",
 			(unsigned long long)ti->tcpi_bytes_received,
@@ -541,7 +454,7 @@ static void judge_mode(const struct rs_conn *c, const struct smr_info *in,
 static void judge_stream(const struct rs_conn *c, struct rs_why *w)
 {
 	if (c->err)
-		why_add(w, "%s_at_%s", errname(c->err), c->err_at);
+		why_add(w, "%s_at_%s", smr_errname(c->err), c->err_at);
 	if (c->rx_bad >= 0)
 		why_add(w, "byte_%lld_received_off_the_stream", (long long)c->rx_bad);
 	if (c->tx != opt.bytes)
@@ -567,13 +480,13 @@ static void judge_failure(const struct rs_conn *c, struct rs_why *w)
 			t_trigger ? "" : "_(no_trigger)");
 	else if (!t_trigger || c->t_end < t_trigger)
 		why_add(w, "ended_before_the_trigger(%s_at_%s)",
-			errname(c->err), at);
+			smr_errname(c->err), at);
 	else if (c->t_end - t_trigger > opt.fail_window_s * 1000LL)
 		why_add(w, "ended_%lld_ms_after_the_trigger_(limit_%d_s)",
 			c->t_end - t_trigger, opt.fail_window_s);
 	else if (!eof && c->err != ECONNRESET && c->err != EPIPE)
 		why_add(w, "ended_by_%s_at_%s_want_ECONNRESET_or_EPIPE",
-			errname(c->err), at);
+			smr_errname(c->err), at);
 	if (c->rx_bad >= 0)
 		why_add(w, "byte_%lld_received_off_the_stream", (long long)c->rx_bad);
 	if (opt.smr && opt.expect != EXPECT_ANY &&
@@ -606,7 +519,7 @@ static void conn_finish(struct rs_conn *c)
 	}
 	if (c->fd >= 0) {
 		if (opt.smr)
-			ierr = get_info(c->fd, &info);
+			ierr = smr_get_info(c->fd, &info);
 		tierr = get_tcp_info(c->fd, &ti);
 	}
 	if (!ierr)
@@ -628,7 +541,7 @@ static void conn_finish(struct rs_conn *c)
 	} else {
 		judge_stream(c, &w);
 		if (opt.smr && ierr)
-			why_add(&w, "SMR_INFO_%s", errname(-ierr));
+			why_add(&w, "SMR_INFO_%s", smr_errname(-ierr));
 		else if (opt.smr)
 			judge_mode(c, &info, &ti, tierr, &w);
 	}
@@ -648,7 +561,7 @@ static void conn_finish(struct rs_conn *c)
 	rx_total += c->rx;
 	printf("conn role=%s type=%s ip=%d idx=%d lport=%u rport=%u err=%s at=%s t_ms=%lld fail_ms=%lld mode_start=%s %s %s tx=%llu rx=%llu rx_bad=%lld writes=%llu reads=%llu wmin=%u wmax=%u rmin=%u rmax=%u tx_hash=%016llx rx_hash=%016llx ok=%d why=%s\n",
 	       opt.server ? "server" : "client", opt.smr ? "smr" : "tcp",
-	       opt.v6 ? 6 : 4, c->idx, c->lport, c->rport, errname(c->err),
+	       opt.v6 ? 6 : 4, c->idx, c->lport, c->rport, smr_errname(c->err),
 	       c->err_at ? c->err_at : "-", c->t_end - c->t_start,
 	       t_trigger ? c->t_end - t_trigger : -1LL,
 	       c->mode_start < 0 ? "-" : mode_name(c->mode_start),
@@ -872,10 +785,10 @@ static void conn_ready(struct rs_conn *c)
 	struct smr_info info;
 	uint64_t key;
 
-	if (opt.smr && !get_info(c->fd, &info))
+	if (opt.smr && !smr_get_info(c->fd, &info))
 		c->mode_start = info.mode;
-	c->lport = sock_port(c->fd, false);
-	c->rport = sock_port(c->fd, true);
+	c->lport = smr_sock_port(c->fd, false);
+	c->rport = smr_sock_port(c->fd, true);
 	/* both ends derive the same streams from the client's port */
 	key = opt.seed * 0x100000001b3ULL + (opt.server ? c->rport : c->lport);
 	c->tx_seed = mix64(key ^ (opt.server ? RS_S2C : RS_C2S));
@@ -953,7 +866,7 @@ static void server_listen(void)
 	struct sockaddr_storage ss;
 	int sslen, one = 1;
 
-	sslen = fill_addr(&ss, opt.addr, opt.port);
+	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
 	if (sslen < 0) {
 		fprintf(stderr, "smr_stream: bad bind address\n");
 		exit(2);
@@ -978,7 +891,7 @@ static void client_connect_all(void)
 	struct sockaddr_storage ss;
 	int sslen, i;
 
-	sslen = fill_addr(&ss, opt.addr, opt.port);
+	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
 	if (!opt.addr || sslen < 0) {
 		fprintf(stderr, "smr_stream: client needs -a ADDR of the right family\n");
 		exit(2);

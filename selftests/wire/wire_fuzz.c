@@ -14,9 +14,9 @@
  *  - whatever smr_opt_parse() accepts survives smr_opt_write() and a
  *    second parse unchanged;
  *  - smr_cdc_parse() returns the error of the first check that fails
- *    (length, magic, version, token), and what it accepts
- *    smr_cdc_build() reproduces: the first 40 bytes exactly, the reserved
- *    word as zero;
+ *    (length, magic, version, token, inline length), and what it accepts
+ *    smr_cdc_build() reproduces: the first 42 bytes exactly, the reserved
+ *    half-word as zero;
  *  - smr_cursor_to_count() accepts exactly the cursors that name a byte
  *    count in [prev, max] (computed here in 128 bits), and on success
  *    smr_cursor_from_count() of the result gives back the cursor; on
@@ -178,15 +178,19 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 	       a->token == b->token &&
 	       a->prod.wrap == b->prod.wrap && a->prod.count == b->prod.count &&
 	       a->cons.wrap == b->cons.wrap && a->cons.count == b->cons.count &&
-	       a->urg.wrap == b->urg.wrap && a->urg.count == b->urg.count;
+	       a->urg.wrap == b->urg.wrap && a->urg.count == b->urg.count &&
+	       a->inline_len == b->inline_len;
 }
 
 static void fuzz_cdc(const uint8_t *data, size_t size)
 {
 	struct smr_cdc c, again;
-	uint8_t buf[SMR_CDC_LEN];
+	uint8_t buf[SMR_CDC_MAX_LEN];
+	uint16_t inline_len = 0;
 	int err;
 
+	if (size >= SMR_CDC_LEN)
+		inline_len = data[40] << 8 | data[41];
 	memset(&c, 0x5a, sizeof(c));
 	err = smr_cdc_parse(data, size, &c);
 	if (size < SMR_CDC_LEN) {
@@ -197,6 +201,10 @@ static void fuzz_cdc(const uint8_t *data, size_t size)
 		expect(err == -SMR_WIRE_EVERSION);
 	} else if (get_be64(data + 8) == 0) {
 		expect(err == -SMR_WIRE_ETOKEN);
+	} else if (inline_len > SMR_CDC_INLINE_MAX) {
+		expect(err == -SMR_WIRE_EFIELD);
+	} else if (size < SMR_CDC_LEN + inline_len) {
+		expect(err == -SMR_WIRE_ELENGTH);
 	} else {
 		expect(err == 0);
 	}
@@ -206,9 +214,10 @@ static void fuzz_cdc(const uint8_t *data, size_t size)
 	}
 	memset(buf, 0xa5, sizeof(buf));
 	smr_cdc_build(&c, buf);
-	expect(memcmp(buf, data, SMR_CDC_LEN - 4) == 0);
-	expect(!buf[40] && !buf[41] && !buf[42] && !buf[43]);
-	expect(smr_cdc_parse(buf, sizeof(buf), &again) == 0);
+	expect(c.inline_len == inline_len);
+	expect(memcmp(buf, data, SMR_CDC_LEN - 2) == 0);
+	expect(!buf[42] && !buf[43]);
+	expect(smr_cdc_parse(buf, SMR_CDC_LEN + c.inline_len, &again) == 0);
 	expect(cdc_eq(&c, &again));
 }
 
@@ -216,7 +225,7 @@ static void fuzz_cdc(const uint8_t *data, size_t size)
 static void fuzz_cdc_build(const uint8_t *data, size_t size)
 {
 	struct smr_cdc c, out;
-	uint8_t buf[SMR_CDC_LEN];
+	uint8_t buf[SMR_CDC_MAX_LEN];
 	int err;
 
 	if (size < sizeof(c))
@@ -226,6 +235,10 @@ static void fuzz_cdc_build(const uint8_t *data, size_t size)
 	err = smr_cdc_parse(buf, sizeof(buf), &out);
 	if (!c.token) {
 		expect(err == -SMR_WIRE_ETOKEN);
+		return;
+	}
+	if (c.inline_len > SMR_CDC_INLINE_MAX) {
+		expect(err == -SMR_WIRE_EFIELD);
 		return;
 	}
 	expect(err == 0);

@@ -1268,7 +1268,7 @@ static const uint8_t golden_cdc[SMR_CDC_LEN] = {
 	0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x10, 0x00,	/* prod 3:0x1000 */
 	0xff, 0xff, 0xff, 0xfe, 0x00, 0x00, 0xff, 0xff,	/* cons 0xfffffffe:0xffff */
 	0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x42,	/* urg 0x11223344:0x42 */
-	0x00, 0x00, 0x00, 0x00,				/* reserved */
+	0x00, 0x00, 0x00, 0x00,				/* inline_len, reserved */
 };
 
 static void make_cdc(struct smr_cdc *c)
@@ -1296,7 +1296,8 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 {
 	return a->flags == b->flags && a->seq == b->seq &&
 	       a->token == b->token && cursor_eq(&a->prod, &b->prod) &&
-	       cursor_eq(&a->cons, &b->cons) && cursor_eq(&a->urg, &b->urg);
+	       cursor_eq(&a->cons, &b->cons) && cursor_eq(&a->urg, &b->urg) &&
+	       a->inline_len == b->inline_len;
 }
 
 /* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
@@ -1466,7 +1467,7 @@ TEST(cdc_reserved_ignored_and_written_zero)
 
 	make_cdc(&want);
 	memcpy(buf, golden_cdc, SMR_CDC_LEN);
-	memset(buf + 40, 0xff, 4);
+	memset(buf + 42, 0xff, 2);
 	ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
 	ASSERT_TRUE(cdc_eq(&want, &out));
 	memset(again, 0xff, sizeof(again));
@@ -1508,10 +1509,19 @@ TEST(cdc_every_single_bit_flip_classified)
 				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
 				continue;
 			}
+			/* inline_len: 256 and up is too long, less is short */
+			if (off == 40) {
+				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
+				continue;
+			}
+			if (off == 41) {
+				ASSERT_EQ(-SMR_WIRE_ELENGTH, err);
+				continue;
+			}
 			/* every other byte is a free field or reserved */
 			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
 			smr_cdc_build(&out, again);
-			if (off >= 40) {
+			if (off >= 42) {
 				ASSERT_EQ(0, memcmp(again, golden_cdc, SMR_CDC_LEN));
 			} else {
 				ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN))
@@ -1521,13 +1531,45 @@ TEST(cdc_every_single_bit_flip_classified)
 	}
 }
 
+TEST(cdc_inline_len_bounds)
+{
+	uint8_t buf[SMR_CDC_MAX_LEN + 8];
+	struct smr_cdc out;
+	unsigned int len;
+
+	memset(buf, 0x77, sizeof(buf));
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	for (len = 0; len <= SMR_CDC_INLINE_MAX + 1; len++) {
+		buf[40] = len >> 8;
+		buf[41] = len;
+		if (len > SMR_CDC_INLINE_MAX) {
+			ASSERT_EQ(-SMR_WIRE_EFIELD,
+				  cdc_parse_exact(buf, sizeof(buf), &out));
+			continue;
+		}
+		/* the data must all be there; more after it is ignored */
+		if (len)
+			ASSERT_EQ(-SMR_WIRE_ELENGTH,
+				  cdc_parse_exact(buf, SMR_CDC_LEN + len - 1,
+						  &out));
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN + len, &out));
+		ASSERT_EQ(len, out.inline_len);
+		ASSERT_EQ(0, cdc_parse_exact(buf, sizeof(buf), &out));
+		ASSERT_EQ(len, out.inline_len);
+	}
+	buf[40] = 0xff;
+	buf[41] = 0xff;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, cdc_parse_exact(buf, sizeof(buf), &out));
+}
+
 TEST(cdc_roundtrip_random)
 {
 	for (int n = 0; n < 20000; n++) {
 		struct smr_cdc c, out;
-		uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
+		uint8_t buf[SMR_CDC_MAX_LEN], again[SMR_CDC_LEN];
 
 		memset(&c, 0, sizeof(c));
+		memset(buf, 0x3c, sizeof(buf));
 		c.flags = rng32();
 		c.seq = rng32();
 		c.token = (uint64_t)rng32() << 32 | rng32();
@@ -1538,12 +1580,17 @@ TEST(cdc_roundtrip_random)
 		c.cons.count = rng32();
 		c.urg.wrap = rng32();
 		c.urg.count = rng32();
+		c.inline_len = rng32() % (SMR_CDC_INLINE_MAX + 1);
 		smr_cdc_build(&c, buf);
-		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN + c.inline_len,
+					     &out));
 		ASSERT_TRUE(cdc_eq(&c, &out)) TH_LOG("iteration %d", n);
 		smr_cdc_build(&out, again);
 		ASSERT_EQ(0, memcmp(buf, again, SMR_CDC_LEN));
-		ASSERT_EQ(0, buf[40] | buf[41] | buf[42] | buf[43]);
+		ASSERT_EQ(c.inline_len, buf[40] << 8 | buf[41]);
+		ASSERT_EQ(0, buf[42] | buf[43]);
+		/* the header only: the data after it is the caller's */
+		ASSERT_EQ(0x3c, buf[SMR_CDC_LEN]);
 	}
 }
 

@@ -60,6 +60,58 @@ enum smr_reason {
 	SMR_REASON_MAX,
 };
 
+/*
+ * Names of modes and reasons as SMR's tools print them; a reason's counter
+ * in /proc/net/smr/stats is "fallback_" + its name. NULL if unknown.
+ */
+static inline const char *smr_mode_name(unsigned int mode)
+{
+	switch (mode) {
+	case SMR_MODE_PENDING:
+		return "pending";
+	case SMR_MODE_RDMA:
+		return "rdma";
+	case SMR_MODE_TCP:
+		return "tcp";
+	}
+	return (const char *)0;
+}
+
+static inline const char *smr_reason_name(unsigned int reason)
+{
+	switch (reason) {
+	case SMR_REASON_NONE:
+		return "none";
+	case SMR_REASON_NOT_NEGOTIATED:
+		return "not_negotiated";
+	case SMR_REASON_PEER_NO_SMR:
+		return "peer_no_smr";
+	case SMR_REASON_OPTION_NO_SPACE:
+		return "option_no_space";
+	case SMR_REASON_SYN_COOKIES:
+		return "syn_cookies";
+	case SMR_REASON_NO_RDMA_DEVICE:
+		return "no_rdma_device";
+	case SMR_REASON_PEER_DECLINED:
+		return "peer_declined";
+	case SMR_REASON_HANDSHAKE_TIMEOUT:
+		return "handshake_timeout";
+	case SMR_REASON_VERSION_MISMATCH:
+		return "version_mismatch";
+	case SMR_REASON_NO_MEMORY:
+		return "no_memory";
+	case SMR_REASON_LINK_FAILURE:
+		return "link_failure";
+	case SMR_REASON_PROTOCOL_ERROR:
+		return "protocol_error";
+	case SMR_REASON_RDMA_UNAVAILABLE:
+		return "rdma_unavailable";
+	case SMR_REASON_OPTION_ECHOED:
+		return "option_echoed";
+	}
+	return (const char *)0;
+}
+
 #define SMR_INFO_VERSION	1
 
 /*
