@@ -416,6 +416,8 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	if (!sk)
 		return NULL;
 	child = smr_sk(sk);
+	/* made without a socket: owned like its listener (memory charges) */
+	sk->sk_uid = lsmr->sk.sk_uid;
 	smr_tcp_attach(child, newtcp);
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);

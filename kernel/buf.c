@@ -19,12 +19,21 @@
  * that would exceed it falls back to TCP (reason no_memory). Pools are
  * freed with their link.
  *
+ * Per user: the buffers a connection holds (not the pooled ones, which
+ * belong to no one) are charged to its socket's owner (sk_uid; accepted
+ * sockets inherit their listener's), bounded by net.smr.mem_user_max, so
+ * one user's sockets cannot take the whole of net.smr.mem_max. Over the
+ * limit the connection falls back to TCP (reason no_memory).
+ *
  * Locking and lifetimes
  * ---------------------
  * pool->lock (BH) protects the free list. A buffer belongs to exactly one
  * connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are freed in
  * process context only (smr_buf_free() sleeps in MR deregistration).
+ * smr_users_lock (BH: charges are returned from any context) protects the
+ * per-user table; an entry lives while its user has bytes charged.
  */
+#include <linux/hashtable.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -36,6 +45,80 @@
 long smr_buf_mem_max = 256L << 20;
 int smr_buf_max = 4 << 20;
 atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
+/* three quarters of mem_max: one user leaves room for the others */
+long smr_buf_mem_user_max = 192L << 20;
+
+struct smr_user_charge {
+	struct hlist_node	node;
+	kuid_t			uid;
+	long			bytes;
+};
+
+static DEFINE_HASHTABLE(smr_users, 6);
+static DEFINE_SPINLOCK(smr_users_lock);
+
+static struct smr_user_charge *smr_user_find(kuid_t uid)
+{
+	struct smr_user_charge *u;
+
+	hash_for_each_possible(smr_users, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+/*
+ * Charge @bytes to @uid if that keeps it within net.smr.mem_user_max.
+ * Process context. 0, or -ENOBUFS (counted) / -ENOMEM.
+ */
+int smr_buf_charge_user(kuid_t uid, long bytes)
+{
+	struct smr_user_charge *u, *fresh;
+	int err = 0;
+
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return -ENOMEM;
+	spin_lock_bh(&smr_users_lock);
+	u = smr_user_find(uid);
+	if (!u) {
+		u = fresh;
+		fresh = NULL;
+		u->uid = uid;
+		hash_add(smr_users, &u->node, __kuid_val(uid));
+	}
+	if (u->bytes + bytes > READ_ONCE(smr_buf_mem_user_max)) {
+		err = -ENOBUFS;
+		if (!u->bytes) {
+			hash_del(&u->node);
+			kfree(u);
+		}
+	} else {
+		u->bytes += bytes;
+	}
+	spin_unlock_bh(&smr_users_lock);
+	kfree(fresh);
+	if (err)
+		smr_stat_inc(&init_net, SMR_STAT_BUF_USER_LIMIT);
+	return err;
+}
+
+/* Give back what smr_buf_charge_user() took. Any context. */
+void smr_buf_uncharge_user(kuid_t uid, long bytes)
+{
+	struct smr_user_charge *u;
+
+	spin_lock_bh(&smr_users_lock);
+	u = smr_user_find(uid);
+	if (!WARN_ON_ONCE(!u || u->bytes < bytes)) {
+		u->bytes -= bytes;
+		if (!u->bytes) {
+			hash_del(&u->node);
+			kfree(u);
+		}
+	}
+	spin_unlock_bh(&smr_users_lock);
+}
 
 void smr_buf_pool_init(struct smr_buf_pool *pool)
 {

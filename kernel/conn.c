@@ -129,9 +129,15 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 		smr_buf_put(smr_link_pool(link), rmb);
 		return -ENOBUFS;
 	}
+	if (smr_buf_charge_user(smr->sk.sk_uid, rmb->size + sndbuf->size)) {
+		smr_buf_put(smr_link_pool(link), sndbuf);
+		smr_buf_put(smr_link_pool(link), rmb);
+		return -ENOBUFS;
+	}
 	spin_lock_bh(&conn->lock);
 	conn->rmb = rmb;
 	conn->sndbuf = sndbuf;
+	conn->user_charged = rmb->size + sndbuf->size;
 	spin_unlock_bh(&conn->lock);
 	/* the device may have lowered the size we planned to announce */
 	smr->local_rmb_size = rmb->size;
@@ -180,15 +186,21 @@ static void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 			  struct smr_buf **rmb, struct smr_buf **sndbuf)
 {
 	struct smr_conn *conn = &smr->conn;
+	long charged;
 
 	spin_lock_bh(&conn->lock);
 	*link = conn->link;
 	*rmb = conn->rmb;
 	*sndbuf = conn->sndbuf;
+	charged = conn->user_charged;
 	conn->link = NULL;
 	conn->rmb = NULL;
 	conn->sndbuf = NULL;
+	conn->user_charged = 0;
 	spin_unlock_bh(&conn->lock);
+	/* the user's charge ends with the connection's hold on the buffers */
+	if (charged)
+		smr_buf_uncharge_user(smr->sk.sk_uid, charged);
 }
 
 /* Give the buffers back and let go of the link. Any context. */

@@ -705,6 +705,13 @@ static struct ctl_table smr_sysctl_table[] = {
 		.extra2		= &smr_buf_max_max,
 	},
 	{
+		.procname	= "mem_user_max",
+		.data		= &smr_buf_mem_user_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
 		.procname	= "cdc_inline_max",
 		.data		= &smr_cdc_inline_max,
 		.maxlen		= sizeof(int),

@@ -89,6 +89,7 @@ struct smr_conn {
 	struct list_head	wait_node;	/* on link->tx_wait */
 	struct smr_buf		*sndbuf;	/* we copy into it, WRITE from it */
 	struct smr_buf		*rmb;		/* the peer WRITEs into it */
+	long			user_charged;	/* bytes charged to sk_uid */
 	u64			peer_rmb_addr;
 	u32			peer_rmb_rkey;
 	u32			peer_rmb_size;
@@ -330,6 +331,9 @@ u32 smr_buf_size_for(int sockbuf);
 extern long smr_buf_mem_max;
 extern int smr_buf_max;
 extern int smr_cdc_inline_max;
+extern long smr_buf_mem_user_max;
+int smr_buf_charge_user(kuid_t uid, long bytes);
+void smr_buf_uncharge_user(kuid_t uid, long bytes);
 extern atomic_long_t smr_buf_mem_used;
 
 /* conn.c: a connection's RDMA life: setup, CDC handling, close, abort */
@@ -428,6 +432,7 @@ enum smr_stat {
 	SMR_STAT_BUF_ALLOCATED,		/* buffers registered */
 	SMR_STAT_BUF_REUSED,		/* buffers taken from a pool */
 	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
+	SMR_STAT_BUF_USER_LIMIT,	/* refused: net.smr.mem_user_max */
 	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */
 	SMR_STAT_CDC_INLINE_RECEIVED,
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */

@@ -26,7 +26,7 @@
 #   SMR_RDMA_CORRUPT=OFFSET    debug: the first IPv4 connection sends the
 #       byte at OFFSET of its stream flipped; integrity must fail
 #   SMR_RDMA_TESTS             guest cases to run (default "links integrity
-#       inline loss rmmod"); those left out report "not ok ... not run"
+#       inline hostile usermem loss rmmod"); those left out report "not ok ... not run"
 #   SMR_RDMA_VM_RUN            the vm-run to boot with (default
 #       scripts/vm-run); another checkout's vm-run boots that checkout's
 #       kernel/smr.ko, e.g. a worktree of HEAD while kernel/ is mid-edit
@@ -47,6 +47,8 @@ tests=(
 	"integrity|${SMR_RDMA_CONNS:-100} IPv4 + ${SMR_RDMA_CONNS6:-20} IPv6 AF_SMR connections, random streams both ways at once, random I/O sizes: every byte and both ends' hashes agree, SMR_INFO mode $expect with its byte counters, inner TCP as expected"
 	"rxe|rxe0 packet counters on both hosts cover the integrity payload each way (payload/4096)$([ "$expect" = tcp ] && echo ', inverted: payload not on rxe0')"
 	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
+	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
+	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
 	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host"
 	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
 	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"

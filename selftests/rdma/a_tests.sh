@@ -16,14 +16,16 @@
 #
 # The cases run in this order (the TAP order differs): links first, since
 # it needs a peer that no connection has linked to yet; then integrity
-# (with the rxe counters around it), inline CDCs, link loss, rmmod.
+# (with the rxe counters around it), inline CDCs, hostile CDCs, per-user
+# memory, link loss, rmmod.
 #
 # Environment (rdma_test.sh passes these through): SMR_EXPECT_MODE
 # (rdma|tcp, default rdma), SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (bytes
 # each way per IPv4 connection, 2 MiB), SMR_RDMA_CONNS6 (20),
 # SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT (debug: stream offset
 # that the first IPv4 connection sends flipped), SMR_RDMA_TESTS (the cases
-# to run, default all: links integrity inline loss rmmod).
+# to run, default all: links integrity inline hostile usermem loss
+# rmmod).
 set -uo pipefail
 
 # shellcheck source=selftests/rdma/rdma_lib.sh
@@ -39,7 +41,7 @@ bytes4=${SMR_RDMA_BYTES:-2097152}
 conns6=${SMR_RDMA_CONNS6:-20}
 bytes6=${SMR_RDMA_BYTES6:-$bytes4}
 corrupt=${SMR_RDMA_CORRUPT:-}
-run_tests=" ${SMR_RDMA_TESTS:-links integrity inline loss rmmod} "
+run_tests=" ${SMR_RDMA_TESTS:-links integrity inline hostile usermem loss rmmod} "
 # links: bytes each way on the held connections
 links_bytes=262144
 # loss: connections, and how long they may live once the link is gone
@@ -499,10 +501,10 @@ case_inline() {
 	local sent_a sent_b recv_a recv_b
 	t_begin inline
 	snap inl.pre
-	if serve inl1 -p 6111 -n 8 -s 262144 -m 100 -S 7 -T 300; then
-		client inl1 -a "$peer" -p 6111 -n 8 -s 262144 -m 100 -S 7 -T 300
+	if serve inl1 -p 6115 -n 8 -s 65536 -m 100 -S 7 -T 300; then
+		client inl1 -a "$peer" -p 6115 -n 8 -s 65536 -m 100 -S 7 -T 300
 		server_result inl1 120
-		pair_check inl1 8 262144
+		pair_check inl1 8 65536
 	fi
 	snap inl.mid
 	sent_a=$(delta inl.pre inl.mid a cdc_inline_sent)
@@ -523,10 +525,10 @@ case_inline() {
 	t_note "inline CDCs A->B $sent_a, B->A $sent_b"
 
 	sysctl -qw net.smr.cdc_inline_max=0
-	if serve inl2 -p 6112 -n 8 -s 262144 -m 100 -S 8 -T 300; then
-		client inl2 -a "$peer" -p 6112 -n 8 -s 262144 -m 100 -S 8 -T 300
+	if serve inl2 -p 6116 -n 8 -s 65536 -m 100 -S 8 -T 300; then
+		client inl2 -a "$peer" -p 6116 -n 8 -s 65536 -m 100 -S 8 -T 300
 		server_result inl2 120
-		pair_check inl2 8 262144
+		pair_check inl2 8 65536
 	fi
 	sysctl -qw net.smr.cdc_inline_max=128
 	snap inl.post
@@ -539,6 +541,152 @@ case_inline() {
 	ck "A cdc_bad" "$(delta inl.pre inl.post a cdc_bad)" eq 0
 	ck "B cdc_bad" "$(delta inl.pre inl.post b cdc_bad)" eq 0
 	t_note "with A's cdc_inline_max 0: A->B $sent_a, B->A $sent_b"
+	t_end
+}
+
+# hostile: A's module breaks one cursor rule in a data CDC (test hook
+# /sys/module/smr/parameters/fault_cdc, one rule per round). B must refuse
+# that CDC: only that connection is reset (ECONNRESET on both ends, B's
+# conn_abort_bad_cdc and cdc_bad +1, A's conn_abort_peer +1), the link and
+# a connection held open on it live on, and the held one stays intact.
+hostile_rules=(prod_past_room prod_backwards cons_ahead urg_outside count_range inline_overlong)
+case_hostile() {
+	local rel=$work/hostile.release pid_hold pid i rule name err_a err_b left
+	local fault=/sys/module/smr/parameters/fault_cdc
+	t_begin hostile
+	rm -f "$rel"
+	if [ ! -w "$fault" ]; then
+		t_fail "A: no test hook $fault"
+		t_end
+		return
+	fi
+	if [ "$expect" = tcp ]; then
+		t_note "no CDCs in mode tcp: nothing to break"
+		t_end
+		return
+	fi
+	serve hold -p 6150 -n 1 -s 65536 -S 3 -T 600 || { t_end; return; }
+	client_bg hold -a "$peer" -p 6150 -n 1 -s 65536 -S 3 -H "$rel" \
+		-R "$work/hold.ready" -T 600
+	pid_hold=$bg_pid
+	rdma_wait_file "$work/hold.ready" 60 "$pid_hold" ||
+		t_fail "the held connection was not through its data within 60 s"
+	snap hos.pre
+	for i in "${!hostile_rules[@]}"; do
+		rule=${hostile_rules[$i]} name=hos$((i + 1))
+		rm -f "$work/$name.trigger" "$work/$name.ready"
+		# random sizes: small writes go inline (rule 6), big ones by WRITE
+		serve "$name" -p $((6151 + i)) -n 1 -s 0 -F -W 20 \
+			-X "/tmp/rdma-b/$name.trigger" -T 120 || continue
+		client_bg "$name" -a "$peer" -p $((6151 + i)) -n 1 -s 0 -F -W 20 \
+			-X "$work/$name.trigger" -R "$work/$name.ready" -T 120
+		pid=$bg_pid
+		rdma_wait_file "$work/$name.ready" 60 "$pid" ||
+			t_fail "$rule: the transfer did not get going within 60 s"
+		snap "$name.pre"
+		b_call trigger "$name" >/dev/null
+		: >"$work/$name.trigger"
+		echo $((i + 1)) >"$fault"
+		client_bg_wait "$pid" "$name"
+		server_result "$name" 60
+		snap "$name.post"
+		left=$(cat "$fault")
+		ck "$rule: the hook was used (fault_cdc back to 0)" "$left" eq 0
+		[ "$left" = 0 ] || echo 0 >"$fault"
+		err_a=$(sed -n 's/^conn .* err=\([^ ]*\) .*/\1/p' "$work/$name.client")
+		err_b=$(sed -n 's/^conn .* err=\([^ ]*\) .*/\1/p' "$work/$name.server")
+		ck "$rule: A's socket ends with" "$err_a" eq ECONNRESET
+		ck "$rule: B's socket ends with" "$err_b" eq ECONNRESET
+		ck "$rule: B conn_abort_bad_cdc" \
+			"$(delta "$name.pre" "$name.post" b conn_abort_bad_cdc)" eq 1
+		ck "$rule: B cdc_bad" "$(delta "$name.pre" "$name.post" b cdc_bad)" ge 1
+		ck "$rule: A conn_abort_peer" \
+			"$(delta "$name.pre" "$name.post" a conn_abort_peer)" eq 1
+		ck "$rule: A conn_abort_bad_cdc" \
+			"$(delta "$name.pre" "$name.post" a conn_abort_bad_cdc)" eq 0
+	done
+	snap hos.post
+	for h in a b; do
+		ck "${h^^}: links_created over the rounds" \
+			"$(delta hos.pre hos.post $h links_created)" eq 0
+		ck "${h^^}: links_failed over the rounds" \
+			"$(delta hos.pre hos.post $h links_failed)" eq 0
+	done
+	: >"$rel"
+	client_bg_wait "$pid_hold" hold
+	server_result hold 60
+	pair_check hold 1 65536
+	t_note "${#hostile_rules[@]} rules broken, each refused by B with only its connection reset; held connection intact"
+	t_end
+}
+
+# usermem: net.smr.mem_user_max bounds one user's buffers. With A's limit
+# at 1 MiB, 16 connections of uid 65534 held open: some run on RDMA, the
+# rest fall back with reason no_memory (counted); root's connections at the
+# same time still run on RDMA; once uid 65534's are closed, its new ones
+# run on RDMA again (the charge was given back).
+case_usermem() {
+	local nob=$work/nobody rel pid n_rdma n_nomem n_other limit_delta r saved
+	local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	t_begin usermem
+	if [ "$expect" = tcp ]; then
+		t_note "no buffers in mode tcp: nothing to bound"
+		t_end
+		return
+	fi
+	mkdir -p "$nob"
+	chmod 1777 "$nob"
+	rel=$nob/release
+	rm -f "$rel" "$nob/um1.ready"
+	snap um.pre
+	saved=$(sysctl -n net.smr.mem_user_max)
+	sysctl -qw net.smr.mem_user_max=1048576
+	if serve um1 -p 6141 -n 16 -s 65536 -M any -T 300; then
+		(
+			"${as_nobody[@]}" "$stream" client -a "$peer" -p 6141 -n 16 -s 65536 \
+				-M any -H "$rel" -R "$nob/um1.ready" -T 300 >"$work/um1.client" \
+				2>"$work/um1.client.err"
+			echo "rc=$?" >>"$work/um1.client"
+		) &
+		pid=$!
+		rdma_wait_file "$nob/um1.ready" 120 "$pid" ||
+			t_fail "uid 65534's 16 connections were not through their data within 120 s"
+		# root, while uid 65534 holds its connections
+		if serve um2 -p 6142 -n 2 -s 65536 -T 120; then
+			client um2 -a "$peer" -p 6142 -n 2 -s 65536 -T 120
+			server_result um2 60
+			pair_check um2 2 65536
+		fi
+		: >"$rel"
+		client_bg_wait "$pid" um1
+		server_result um1 60
+		pair_check um1 16 65536
+		n_rdma=$(grep -c '^conn .* mode=rdma ' "$work/um1.client")
+		n_nomem=$(grep -c '^conn .* mode=tcp reason=no_memory ' "$work/um1.client")
+		n_other=$((16 - n_rdma - n_nomem))
+		ck "uid 65534: connections on RDMA within 1 MiB" "$n_rdma" ge 1
+		ck "uid 65534: connections over the limit, mode tcp reason no_memory" "$n_nomem" ge 1
+		ck "uid 65534: connections in neither" "$n_other" eq 0
+		snap um.mid
+		limit_delta=$(delta um.pre um.mid a buffers_user_limit)
+		ck "A buffers_user_limit = uid 65534's refused connections" "$limit_delta" eq "$n_nomem"
+		t_note "uid 65534 under a 1 MiB limit: $n_rdma on RDMA, $n_nomem fell back (no_memory); root's 2 on RDMA meanwhile"
+	fi
+	# closed connections give their charge back once their final CDCs
+	# are through; then uid 65534 fits again
+	sleep 2
+	rm -f "$nob/um3.ready"
+	if serve um3 -p 6143 -n 2 -s 65536 -T 120; then
+		"${as_nobody[@]}" "$stream" client -a "$peer" -p 6143 -n 2 -s 65536 -T 120 \
+			>"$work/um3.client" 2>"$work/um3.client.err"
+		echo "rc=$?" >>"$work/um3.client"
+		cp "$work/um3.client" "$out/conns/"
+		server_result um3 60
+		pair_check um3 2 65536
+	fi
+	r=$(sysctl -n net.smr.mem_user_max)
+	sysctl -qw net.smr.mem_user_max="$saved"
+	ck "A net.smr.mem_user_max read back" "$r" eq 1048576
 	t_end
 }
 
@@ -704,7 +852,7 @@ if [ "$(b_call ping 2>/dev/null)" != pong ]; then
 	exit 1
 fi
 
-for c in links integrity inline loss rmmod; do
+for c in links integrity inline hostile usermem loss rmmod; do
 	if [[ $run_tests == *" $c "* ]]; then
 		"case_$c"
 	else

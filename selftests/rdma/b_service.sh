@@ -79,6 +79,13 @@ b_result() {
 	echo "rc=$rc"
 }
 
+# trigger NAME: mark the moment for B's -F servers that wait on
+# $work/NAME.trigger.
+b_trigger() {
+	: >"$work/$1.trigger"
+	echo ok
+}
+
 b_stop() {
 	stop_detached "$1"
 	echo ok
