@@ -20,7 +20,7 @@
 #       (default rdma). tcp checks the checker against a module without
 #       the data path: integrity then wants mode tcp with a fallback
 #       reason, and rxe wants the payload NOT on rxe0.
-#   SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (2 MiB): IPv4 integrity run,
+#   SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (1 MiB): IPv4 integrity run,
 #       connections and bytes each way per connection
 #   SMR_RDMA_CONNS6 (20), SMR_RDMA_BYTES6 (SMR_RDMA_BYTES): IPv6 run
 #   SMR_RDMA_CORRUPT=OFFSET    debug: the first IPv4 connection sends the

@@ -21,7 +21,7 @@
 #
 # Environment (rdma_test.sh passes these through): SMR_EXPECT_MODE
 # (rdma|tcp, default rdma), SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (bytes
-# each way per IPv4 connection, 2 MiB), SMR_RDMA_CONNS6 (20),
+# each way per IPv4 connection, 1 MiB), SMR_RDMA_CONNS6 (20),
 # SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT (debug: stream offset
 # that the first IPv4 connection sends flipped), SMR_RDMA_TESTS (the cases
 # to run, default all: links integrity inline hostile usermem loss
@@ -37,7 +37,7 @@ peer=$SMR_PEER_ADDR
 peer6=$SMR_PEER_ADDR6
 expect=${SMR_EXPECT_MODE:-rdma}
 conns4=${SMR_RDMA_CONNS:-100}
-bytes4=${SMR_RDMA_BYTES:-2097152}
+bytes4=${SMR_RDMA_BYTES:-1048576}
 conns6=${SMR_RDMA_CONNS6:-20}
 bytes6=${SMR_RDMA_BYTES6:-$bytes4}
 corrupt=${SMR_RDMA_CORRUPT:-}
