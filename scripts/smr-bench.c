@@ -30,6 +30,8 @@
  *   smc  "smcr" / "smcd" / "fallback:0xCODE" from the smc_diag sock_diag
  *        dump (NETLINK_SOCK_DIAG), matched by the socket's inode; CODE is
  *        the CLC decline reason (net/smc/smc_clc.h)
+ * and, for smr and smc, the ring sizes of its last connection ("rings":
+ * send buffer, own RMB, peer's RMB; SMR_INFO or smc_diag's CONNINFO).
  * The server reports its own end's mode for bulk transfers too.
  *
  * Integrity: bulk data follows a fixed 64 KiB pattern the server samples
@@ -287,7 +289,7 @@ static void bench_smr_mode(int fd, char *mode, struct smr_info *info)
  * sock_diag handler (smc_diag) does. Dump all SMC sockets of the netns and
  * pick ours by inode.
  */
-static void bench_smc_mode(int fd, char *mode)
+static void bench_smc_mode(int fd, char *mode, uint32_t rings[3])
 {
 	struct {
 		struct nlmsghdr		nlh;
@@ -301,8 +303,9 @@ static void bench_smc_mode(int fd, char *mode)
 		},
 		.req = {
 			.diag_family = AF_SMC,
-			/* bit (ext - 1): ask for SMC_DIAG_FALLBACK, sent anyway */
-			.diag_ext = 1 << (SMC_DIAG_FALLBACK - 1),
+			/* bit (ext - 1): SMC_DIAG_FALLBACK comes anyway */
+			.diag_ext = 1 << (SMC_DIAG_FALLBACK - 1) |
+				    1 << (SMC_DIAG_CONNINFO - 1),
 		},
 	};
 	static char buf[32768];
@@ -350,6 +353,15 @@ static void bench_smc_mode(int fd, char *mode)
 				if (rta->rta_type == SMC_DIAG_FALLBACK &&
 				    RTA_PAYLOAD(rta) >= (int)sizeof(fb))
 					memcpy(&fb, RTA_DATA(rta), sizeof(fb));
+				if (rta->rta_type == SMC_DIAG_CONNINFO &&
+				    RTA_PAYLOAD(rta) >= (int)sizeof(struct smc_diag_conninfo)) {
+					struct smc_diag_conninfo ci;
+
+					memcpy(&ci, RTA_DATA(rta), sizeof(ci));
+					rings[0] = ci.sndbuf_size;
+					rings[1] = ci.rmbe_size;
+					rings[2] = ci.peer_rmbe_size;
+				}
 			}
 			if (r->diag_mode == SMC_DIAG_MODE_SMCR)
 				snprintf(mode, BENCH_MODE_LEN, "smcr");
@@ -369,22 +381,26 @@ out:
 struct bench_conn_mode {
 	char		mode[BENCH_MODE_LEN];
 	uint64_t	rdma_sent, rdma_received;	/* SMR_INFO, smr only */
+	/* send buffer, own RMB, peer's RMB (smr, smc; 0 where unknown) */
+	uint32_t	rings[3];
 };
 
 static void bench_mode(int fd, enum bench_transport t, struct bench_conn_mode *m)
 {
 	struct smr_info info;
 
-	m->rdma_sent = 0;
-	m->rdma_received = 0;
+	memset(m, 0, sizeof(*m));
 	switch (t) {
 	case BT_SMR:
 		bench_smr_mode(fd, m->mode, &info);
 		m->rdma_sent = info.rdma_bytes_sent;
 		m->rdma_received = info.rdma_bytes_received;
+		m->rings[0] = info.sndbuf_size;
+		m->rings[1] = info.local_rmb_size;
+		m->rings[2] = info.peer_rmb_size;
 		break;
 	case BT_SMC:
-		bench_smc_mode(fd, m->mode);
+		bench_smc_mode(fd, m->mode, m->rings);
 		break;
 	default:
 		snprintf(m->mode, BENCH_MODE_LEN, "tcp");
@@ -558,6 +574,7 @@ struct bench_client {
 	unsigned int		mode_cnt[8];
 	unsigned int		nmodes;
 	uint64_t		rdma_sent, rdma_received;
+	uint32_t		rings[3];	/* the last connection's */
 };
 
 static void bench_note_mode(struct bench_client *c, int fd)
@@ -568,6 +585,7 @@ static void bench_note_mode(struct bench_client *c, int fd)
 	bench_mode(fd, c->t, &m);
 	c->rdma_sent += m.rdma_sent;
 	c->rdma_received += m.rdma_received;
+	memcpy(c->rings, m.rings, sizeof(c->rings));
 	for (i = 0; i < c->nmodes; i++) {
 		if (!strcmp(c->modes[i], m.mode)) {
 			c->mode_cnt[i]++;
@@ -619,6 +637,9 @@ static void bench_json_tail(struct bench_client *c)
 		bench_json_u64("smr_rdma_bytes_sent", c->rdma_sent);
 		bench_json_u64("smr_rdma_bytes_received", c->rdma_received);
 	}
+	if (c->rings[0] || c->rings[1])
+		printf(",\"rings\":[%u,%u,%u]", c->rings[0], c->rings[1],
+		       c->rings[2]);
 	printf("}\n");
 }
 
