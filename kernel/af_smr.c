@@ -730,6 +730,10 @@ static int smr_info_get(struct smr_sock *smr, char __user *optval,
 		info.hs_bytes_sent = smr->hs_bytes_sent;
 		info.hs_bytes_received = smr->hs_bytes_received;
 	}
+	spin_lock_bh(&smr->conn.lock);
+	if (smr->conn.sndbuf)
+		info.sndbuf_size = smr->conn.sndbuf->size;
+	spin_unlock_bh(&smr->conn.lock);
 
 	len = min_t(int, len, sizeof(info));
 	if (put_user(len, optlen) || copy_to_user(optval, &info, len))

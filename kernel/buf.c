@@ -44,6 +44,12 @@
 
 long smr_buf_mem_max = 256L << 20;
 int smr_buf_max = 4 << 20;
+/*
+ * net.smr.wmem: the least send buffer of a socket whose SO_SNDBUF was not
+ * set. TCP's 16 KiB start suits a window that autotuning grows; SMR's ring
+ * is sized once, and 16 KiB means a WRITE, a CDC and a completion per 16 KiB.
+ */
+int smr_buf_wmem = 64 << 10;
 atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
 /* three quarters of mem_max: one user leaves room for the others */
 long smr_buf_mem_user_max = 192L << 20;
@@ -136,6 +142,19 @@ u32 smr_buf_size_for(int sockbuf)
 			   max);
 
 	return rounddown_pow_of_two(size);
+}
+
+/*
+ * The send buffer for a connection over inner TCP sock @tsk: SO_SNDBUF if
+ * the application set it, else TCP's current one but at least net.smr.wmem.
+ */
+u32 smr_buf_sndbuf_size(const struct sock *tsk)
+{
+	int size = READ_ONCE(tsk->sk_sndbuf);
+
+	if (!(READ_ONCE(tsk->sk_userlocks) & SOCK_SNDBUF_LOCK))
+		size = max(size, READ_ONCE(smr_buf_wmem));
+	return smr_buf_size_for(size);
 }
 
 /* Largest buffer one MR of @dev can map. */

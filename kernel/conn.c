@@ -123,7 +123,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	if (!rmb)
 		return -ENOBUFS;
 	sndbuf = smr_buf_get(link, smr_link_pool(link),
-			     smr_buf_size_for(READ_ONCE(smr->tcp->sk->sk_sndbuf)),
+			     smr_buf_sndbuf_size(smr->tcp->sk),
 			     false);
 	if (!sndbuf) {
 		smr_buf_put(smr_link_pool(link), rmb);

@@ -705,6 +705,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.extra2		= &smr_buf_max_max,
 	},
 	{
+		.procname	= "wmem",
+		.data		= &smr_buf_wmem,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_buf_max_min,
+		.extra2		= &smr_buf_max_max,
+	},
+	{
 		.procname	= "mem_user_max",
 		.data		= &smr_buf_mem_user_max,
 		.maxlen		= sizeof(long),

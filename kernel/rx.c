@@ -5,8 +5,9 @@
  * The peer WRITEs into our RMB and its CDC moves rx_prod (conn.c). recvmsg()
  * copies from the ring to the application and advances rx_cons; the new
  * consumer cursor goes back to the peer with the next CDC we send anyway,
- * or on its own once a quarter of the ring was freed or when the peer said
- * it is blocked: no message per read.
+ * or on its own when the peer said it is blocked, or once a quarter of the
+ * ring was freed while the peer may see less than half of it free: no
+ * message per read, and none the peer has no use for.
  *
  * TCP's receive semantics are kept: SO_RCVLOWAT and MSG_WAITALL targets,
  * MSG_PEEK, MSG_TRUNC (discard), EOF after the peer's last byte, reads
@@ -29,6 +30,23 @@
 #include <net/tcp.h>
 
 #include "smr.h"
+
+/*
+ * Whether the consumer cursor should go to the peer on its own (a CDC of
+ * ours that goes anyway carries it too). Caller holds conn->lock.
+ */
+bool smr_rx_cons_update_due(const struct smr_conn *conn)
+{
+	u32 size = conn->rmb->size;
+	u64 unreported = conn->rx_cons - conn->rx_cons_sent;
+	/* what the writer can know is free: it saw only rx_cons_sent */
+	u64 peer_free = size - (conn->rx_prod - conn->rx_cons_sent);
+
+	if (!unreported)
+		return false;
+	return conn->rx_peer_blocked ||
+	       (unreported >= size / 4 && peer_free <= size / 2);
+}
 
 /* Readable bytes from @pos, stopping before the urgent byte (TCP does). */
 static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
@@ -163,9 +181,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			}
 			spin_lock_bh(&conn->lock);
 			conn->rx_cons += n;
-			if (conn->rx_peer_blocked ||
-			    conn->rx_cons - conn->rx_cons_sent >=
-			    conn->rmb->size / 4)
+			if (smr_rx_cons_update_due(conn))
 				push = true;
 			spin_unlock_bh(&conn->lock);
 			atomic64_add(n, &smr->rdma_bytes_received);

@@ -327,9 +327,13 @@ struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
 			    u32 size, bool remote);
 void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf);
 void smr_buf_free(struct smr_buf *buf);
+/* a WRITE reads the send ring in at most two pieces (its wrap) */
+#define SMR_TX_MAX_SGE		2
 u32 smr_buf_size_for(int sockbuf);
+u32 smr_buf_sndbuf_size(const struct sock *tsk);
 extern long smr_buf_mem_max;
 extern int smr_buf_max;
+extern int smr_buf_wmem;
 extern int smr_cdc_inline_max;
 extern long smr_buf_mem_user_max;
 int smr_buf_charge_user(kuid_t uid, long bytes);
@@ -374,6 +378,7 @@ void smr_tx_push_locked(struct smr_sock *smr);
 void smr_tx_cork_expired(struct timer_list *t);
 int smr_tx_shutdown(struct smr_sock *smr);
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
+bool smr_rx_cons_update_due(const struct smr_conn *conn);
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags);
 __poll_t smr_rx_poll(struct smr_sock *smr);

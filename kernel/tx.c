@@ -4,9 +4,10 @@
  *
  * sendmsg() copies the application's bytes into the connection's send
  * buffer (a ring registered once) and pushes: the bytes the peer's RMB has
- * room for go out as RDMA WRITEs (one per contiguous piece: the two rings
- * wrap at different places, so up to three) followed by one CDC carrying
- * the new producer cursor. Nothing is allocated or registered per message.
+ * room for go out as RDMA WRITEs (one per contiguous piece of the RMB, so
+ * at most two, each reading the send ring in one or two pieces) followed
+ * by one CDC carrying the new producer cursor. Nothing is allocated or
+ * registered per message.
  *
  * Coalescing follows the inner TCP socket's options: TCP_CORK and MSG_MORE
  * hold small amounts back until uncorked or a full ring's worth; without
@@ -33,7 +34,8 @@
 
 #include "smr.h"
 
-#define SMR_TX_MAX_WRITES	3
+#define SMR_TX_MAX_WRITES	2	/* the RMB wraps at most once per push */
+#define SMR_TX_MAX_SGES		3	/* and the send ring at most once */
 
 /* net.smr.cdc_inline_max: sends this small ride in the CDC itself */
 int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
@@ -57,38 +59,49 @@ static bool smr_tx_nodelay(const struct smr_sock *smr)
 }
 
 /*
- * Chain RDMA WRITEs for @len bytes starting at byte count @pos: the source
- * is the send buffer, the target the peer's RMB. Returns the first WR.
+ * Chain RDMA WRITEs for @len bytes (at most the peer's RMB and our send
+ * ring) starting at byte count @pos: one WRITE per contiguous piece of the
+ * RMB, its source one SGE per contiguous piece of the send ring (every
+ * WRITE ends in a short packet and draws an ACK: fewer is cheaper).
+ * Returns the first WR.
  */
 static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
 					      u32 len,
 					      struct ib_rdma_wr *wr,
 					      struct ib_sge *sge)
 {
-	u32 smask = conn->sndbuf->size - 1, dmask = conn->peer_rmb_size - 1;
-	int i = 0;
+	u32 ssize = conn->sndbuf->size, dsize = conn->peer_rmb_size;
+	int w = 0, s = 0;
 
-	while (len) {
-		u32 soff = pos & smask, doff = pos & dmask;
-		u32 n = min3(len, conn->sndbuf->size - soff,
-			     conn->peer_rmb_size - doff);
+	while (len && w < SMR_TX_MAX_WRITES) {
+		u32 doff = pos & (dsize - 1);
+		u32 n = min(len, dsize - doff);
 
-		sge[i].addr = conn->sndbuf->mr->iova + soff;
-		sge[i].length = n;
-		sge[i].lkey = conn->sndbuf->mr->lkey;
-		memset(&wr[i], 0, sizeof(wr[i]));
-		wr[i].wr.opcode = IB_WR_RDMA_WRITE;
-		wr[i].wr.sg_list = &sge[i];
-		wr[i].wr.num_sge = 1;
-		wr[i].remote_addr = conn->peer_rmb_addr + doff;
-		wr[i].rkey = conn->peer_rmb_rkey;
-		if (i)
-			wr[i - 1].wr.next = &wr[i].wr;
-		pos += n;
+		memset(&wr[w], 0, sizeof(wr[w]));
+		wr[w].wr.opcode = IB_WR_RDMA_WRITE;
+		wr[w].wr.sg_list = &sge[s];
+		wr[w].remote_addr = conn->peer_rmb_addr + doff;
+		wr[w].rkey = conn->peer_rmb_rkey;
+		if (w)
+			wr[w - 1].wr.next = &wr[w].wr;
 		len -= n;
-		i++;
+		while (n && s < SMR_TX_MAX_SGES) {
+			u32 soff = pos & (ssize - 1);
+			u32 m = min(n, ssize - soff);
+
+			sge[s].addr = conn->sndbuf->mr->iova + soff;
+			sge[s].length = m;
+			sge[s].lkey = conn->sndbuf->mr->lkey;
+			wr[w].wr.num_sge++;
+			s++;
+			pos += m;
+			n -= m;
+		}
+		w++;
 	}
-	return i ? &wr[0].wr : NULL;
+	/* a push never exceeds either ring: the arrays always suffice */
+	WARN_ON_ONCE(len);
+	return w ? &wr[0].wr : NULL;
 }
 
 /*
@@ -200,17 +213,44 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	return n;
 }
 
+/*
+ * Post @cdc after the WRITEs (or inline copy) of the next @n bytes. Apart
+ * from smr_tx_push_locked() so that the many pushes that send nothing do
+ * not pay for zeroing these arrays (the kernel zeroes every stack
+ * variable). Caller holds conn->lock.
+ */
+static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
+				u32 n)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct ib_rdma_wr wr[SMR_TX_MAX_WRITES];
+	struct ib_sge sge[SMR_TX_MAX_SGES];
+	struct ib_send_wr *writes = NULL;
+	u8 data[SMR_CDC_INLINE_MAX];
+	int err, fault = SMR_FAULT_NONE;
+
+	if (n && conn->peer_cdc_inline && n <= READ_ONCE(smr_cdc_inline_max)) {
+		smr_tx_copy_out(conn, conn->tx_sent, n, data);
+		cdc->inline_len = n;
+	} else if (n) {
+		writes = smr_tx_build_writes(conn, conn->tx_sent, n, wr, sge);
+	}
+	if (n && unlikely(READ_ONCE(smr_fault_cdc)))
+		fault = smr_tx_fault(conn, cdc, n, data);
+	err = smr_link_post_cdc(conn->link, smr, writes, cdc, data,
+				conn->tx_sent + n);
+	if (unlikely(fault) && err)
+		cmpxchg(&smr_fault_cdc, SMR_FAULT_NONE, fault);
+	return err;
+}
+
 /* Caller holds conn->lock. */
 void smr_tx_push_locked(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
-	struct ib_rdma_wr wr[SMR_TX_MAX_WRITES];
-	struct ib_sge sge[SMR_TX_MAX_WRITES];
-	struct ib_send_wr *writes = NULL;
-	u8 data[SMR_CDC_INLINE_MAX];
 	struct smr_cdc cdc = {};
 	bool blocked, fin, close, all_out, cons_due, final;
-	int err, fault = SMR_FAULT_NONE;
+	int err;
 	u32 n;
 
 	if (!conn->active || !conn->link || conn->tx_final_sent)
@@ -238,11 +278,9 @@ void smr_tx_push_locked(struct smr_sock *smr)
 		fin = conn->tx_fin && !conn->tx_fin_sent && all_out;
 		/* CLOSED after everything, even if DONE went out before */
 		close = conn->tx_close && all_out;
-		cons_due = conn->rx_cons != conn->rx_cons_sent &&
-			   (conn->rx_peer_blocked ||
-			    conn->rx_cons - conn->rx_cons_sent >=
-			    conn->rmb->size / 4 ||
-			    conn->user_closed);
+		cons_due = smr_rx_cons_update_due(conn) ||
+			   (conn->user_closed &&
+			    conn->rx_cons != conn->rx_cons_sent);
 		if (!n && !fin && !close && !cons_due &&
 		    blocked == conn->tx_blocked)
 			return;
@@ -257,14 +295,6 @@ void smr_tx_push_locked(struct smr_sock *smr)
 			smr_cursor_from_count(conn->tx_urg - 1,
 					      conn->peer_rmb_size, &cdc.urg);
 		}
-		if (n && conn->peer_cdc_inline &&
-		    n <= READ_ONCE(smr_cdc_inline_max)) {
-			smr_tx_copy_out(conn, conn->tx_sent, n, data);
-			cdc.inline_len = n;
-		} else {
-			writes = smr_tx_build_writes(conn, conn->tx_sent, n,
-						     wr, sge);
-		}
 	}
 	final = cdc.flags & SMR_CDC_F_CLOSED;
 
@@ -274,12 +304,7 @@ void smr_tx_push_locked(struct smr_sock *smr)
 			      &cdc.prod);
 	smr_cursor_from_count(conn->rx_cons, conn->rmb->size, &cdc.cons);
 
-	if (n && unlikely(READ_ONCE(smr_fault_cdc)))
-		fault = smr_tx_fault(conn, &cdc, n, data);
-	err = smr_link_post_cdc(conn->link, smr, writes, &cdc, data,
-				conn->tx_sent + n);
-	if (unlikely(fault) && err)
-		cmpxchg(&smr_fault_cdc, SMR_FAULT_NONE, fault);
+	err = smr_tx_post(smr, &cdc, n);
 	if (err == -EAGAIN) {
 		smr_link_wait_slot(conn->link, smr);
 		return;
@@ -366,7 +391,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
-	bool oob = msg->msg_flags & MSG_OOB;
+	bool oob = msg->msg_flags & MSG_OOB, put;
 	size_t copied = 0;
 	long timeo;
 	int err = 0;
@@ -424,14 +449,18 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 			break;
 		}
 
+		/* and push (MSG_MORE / cork: held unless full), one lock */
 		spin_lock_bh(&conn->lock);
 		conn->tx_prod += n;
 		conn->tx_more = msg->msg_flags & MSG_MORE;
 		if (oob && copied + n == len)
 			conn->tx_urg = conn->tx_prod;
+		smr_tx_push_locked(smr);
+		put = smr_conn_done_locked(conn);
 		spin_unlock_bh(&conn->lock);
+		if (put)
+			sock_put(sk);
 		copied += n;
-		smr_tx_push(smr);	/* MSG_MORE / cork: held unless full */
 	}
 	release_sock(sk);
 

@@ -3122,6 +3122,60 @@ TEST_F(smr_api, smr_info)
 	EXPECT_EQ(SMR_EXPECT_RDMA ? sizeof(data) : 0, info.rdma_bytes_received);
 }
 
+/*
+ * Ring sizes: a socket whose SO_SNDBUF was not set gets a send buffer of at
+ * least net.smr.wmem; one the application sized keeps its size even below
+ * that. Each end's RMB is what the other end reports as the peer's.
+ */
+TEST_F(smr_api, smr_info_buffers)
+{
+	struct sockaddr_storage la;
+	struct smr_info ci, si;
+	socklen_t len;
+	long long wmem, buf_max;
+	int l, cli, srv;
+
+	if (!self->smr) {
+		/* TCP has no such report */
+		PAIR(&cli, &srv);
+		len = sizeof(ci);
+		EXPECT_EQ(tcp_unknown_level_get_err(self->af),
+			  smr_info_get(cli, &ci, &len));
+		return;
+	}
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/wmem", 0, &wmem));
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/buf_max", 0, &buf_max));
+
+	PAIR(&cli, &srv);
+	len = sizeof(ci);
+	ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+	len = sizeof(si);
+	ASSERT_EQ(0, smr_info_get(srv, &si, &len));
+	EXPECT_EQ(SMR_MODE_RDMA, ci.mode);
+	EXPECT_EQ(0, ci.sndbuf_size & (ci.sndbuf_size - 1));
+	EXPECT_LE(wmem < buf_max ? wmem : buf_max, ci.sndbuf_size);
+	EXPECT_LE(si.sndbuf_size, buf_max);
+	EXPECT_LE(wmem < buf_max ? wmem : buf_max, si.sndbuf_size);
+	EXPECT_EQ(ci.local_rmb_size, si.peer_rmb_size);
+	EXPECT_EQ(si.local_rmb_size, ci.peer_rmb_size);
+	close(cli);
+	close(srv);
+
+	/* SO_SNDBUF 8 KiB: the kernel doubles it, SMR keeps the 16 KiB */
+	l = LISTENER(4, &la);
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 8192));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(1, xsend(cli, "x", 1, 0));
+	ASSERT_EQ(1, recv_upto(srv, &(char){0}, 1, SOON_MS));
+	len = sizeof(ci);
+	ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+	EXPECT_EQ(SMR_MODE_RDMA, ci.mode);
+	EXPECT_EQ(16384, ci.sndbuf_size);
+}
+
 TEST_F(smr_api, smr_info_optlen)
 {
 	unsigned char buf[256];

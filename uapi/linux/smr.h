@@ -140,6 +140,8 @@ struct smr_info {
 	__u32	hs_msgs_received;	/* handshake messages received */
 	__u32	hs_bytes_sent;		/* their bytes on the TCP stream */
 	__u32	hs_bytes_received;
+	__u32	sndbuf_size;		/* this end's send buffer (RDMA mode) */
+	__u32	reserved2;
 };
 
 #endif /* _UAPI_LINUX_SMR_H */
