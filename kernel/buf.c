@@ -147,12 +147,14 @@ u32 smr_buf_size_for(int sockbuf)
 /*
  * The send buffer for a connection over inner TCP sock @tsk: SO_SNDBUF if
  * the application set it, else TCP's current one but at least net.smr.wmem.
+ * (sk_userlocks is a bit-field before 6.2: no READ_ONCE; it is set before
+ * the connection exists.)
  */
 u32 smr_buf_sndbuf_size(const struct sock *tsk)
 {
 	int size = READ_ONCE(tsk->sk_sndbuf);
 
-	if (!(READ_ONCE(tsk->sk_userlocks) & SOCK_SNDBUF_LOCK))
+	if (!(tsk->sk_userlocks & SOCK_SNDBUF_LOCK))
 		size = max(size, READ_ONCE(smr_buf_wmem));
 	return smr_buf_size_for(size);
 }

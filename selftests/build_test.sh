@@ -44,11 +44,11 @@ else
 fi
 
 log=$tmp/uapi.log
-printf '#include <linux/smr.h>\nint main(void) { struct smr_info i = { .version = SMR_INFO_VERSION }; return i.version != 1 || sizeof(i) != 88; }\n' >"$tmp/uapi.c"
+printf '#include <linux/smr.h>\nint main(void) { struct smr_info i = { .version = SMR_INFO_VERSION }; return i.version != 1 || sizeof(i) != 96; }\n' >"$tmp/uapi.c"
 if gcc -Wall -Wextra -Werror -Iuapi -o "$tmp/uapi" "$tmp/uapi.c" >"$log" 2>&1 && "$tmp/uapi"; then
-	tap OK "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 88 bytes"
+	tap OK "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes"
 else
-	tap FAIL "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 88 bytes" "$log"
+	tap FAIL "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes" "$log"
 fi
 
 ver=$(basename "$(dirname "$(scripts/kdir 6.12)")")
