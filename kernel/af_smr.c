@@ -730,6 +730,7 @@ static int smr_info_get(struct smr_sock *smr, char __user *optval,
 		info.hs_bytes_sent = smr->hs_bytes_sent;
 		info.hs_bytes_received = smr->hs_bytes_received;
 	}
+	/* the ring comes and goes under conn->lock */
 	spin_lock_bh(&smr->conn.lock);
 	if (smr->conn.sndbuf)
 		info.sndbuf_size = smr->conn.sndbuf->size;

@@ -653,7 +653,7 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 	attr.recv_cq = link->cq;
 	attr.cap.max_send_wr = SMR_LINK_SQ_DEPTH;
 	attr.cap.max_recv_wr = SMR_LINK_RQ_DEPTH;
-	attr.cap.max_send_sge = SMR_TX_MAX_SGE;
+	attr.cap.max_send_sge = SMR_TX_WRITE_SGES;
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;

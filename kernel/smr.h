@@ -328,7 +328,7 @@ struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
 void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf);
 void smr_buf_free(struct smr_buf *buf);
 /* a WRITE reads the send ring in at most two pieces (its wrap) */
-#define SMR_TX_MAX_SGE		2
+#define SMR_TX_WRITE_SGES	2
 u32 smr_buf_size_for(int sockbuf);
 u32 smr_buf_sndbuf_size(const struct sock *tsk);
 extern long smr_buf_mem_max;

@@ -35,7 +35,7 @@
 #include "smr.h"
 
 #define SMR_TX_MAX_WRITES	2	/* the RMB wraps at most once per push */
-#define SMR_TX_MAX_SGES		3	/* and the send ring at most once */
+#define SMR_TX_PUSH_SGES	3	/* and the send ring at most once */
 
 /* net.smr.cdc_inline_max: sends this small ride in the CDC itself */
 int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
@@ -85,7 +85,7 @@ static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
 		if (w)
 			wr[w - 1].wr.next = &wr[w].wr;
 		len -= n;
-		while (n && s < SMR_TX_MAX_SGES) {
+		while (n && s < SMR_TX_PUSH_SGES) {
 			u32 soff = pos & (ssize - 1);
 			u32 m = min(n, ssize - soff);
 
@@ -224,7 +224,7 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 {
 	struct smr_conn *conn = &smr->conn;
 	struct ib_rdma_wr wr[SMR_TX_MAX_WRITES];
-	struct ib_sge sge[SMR_TX_MAX_SGES];
+	struct ib_sge sge[SMR_TX_PUSH_SGES];
 	struct ib_send_wr *writes = NULL;
 	u8 data[SMR_CDC_INLINE_MAX];
 	int err, fault = SMR_FAULT_NONE;
@@ -344,18 +344,28 @@ void smr_tx_cork_expired(struct timer_list *t)
 	sock_put(&smr->sk);	/* the timer's reference */
 }
 
-/* Any context. */
-void smr_tx_push(struct smr_sock *smr)
+/*
+ * Push, then drop conn->lock (taken with spin_lock_bh by the caller). A
+ * push may finish the connection: the reference it held goes last.
+ */
+static void smr_tx_push_unlock(struct smr_sock *smr)
+	__releases(&smr->conn.lock)
 {
 	struct smr_conn *conn = &smr->conn;
 	bool put;
 
-	spin_lock_bh(&conn->lock);
 	smr_tx_push_locked(smr);
 	put = smr_conn_done_locked(conn);
 	spin_unlock_bh(&conn->lock);
 	if (put)
 		sock_put(&smr->sk);
+}
+
+/* Any context. */
+void smr_tx_push(struct smr_sock *smr)
+{
+	spin_lock_bh(&smr->conn.lock);
+	smr_tx_push_unlock(smr);
 }
 
 static bool smr_tx_writable(struct smr_conn *conn)
@@ -391,7 +401,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
-	bool oob = msg->msg_flags & MSG_OOB, put;
+	bool oob = msg->msg_flags & MSG_OOB;
 	size_t copied = 0;
 	long timeo;
 	int err = 0;
@@ -455,11 +465,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		conn->tx_more = msg->msg_flags & MSG_MORE;
 		if (oob && copied + n == len)
 			conn->tx_urg = conn->tx_prod;
-		smr_tx_push_locked(smr);
-		put = smr_conn_done_locked(conn);
-		spin_unlock_bh(&conn->lock);
-		if (put)
-			sock_put(sk);
+		smr_tx_push_unlock(smr);
 		copied += n;
 	}
 	release_sock(sk);

@@ -3122,18 +3122,32 @@ TEST_F(smr_api, smr_info)
 	EXPECT_EQ(SMR_EXPECT_RDMA ? sizeof(data) : 0, info.rdma_bytes_received);
 }
 
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(text, f) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
 /*
  * Ring sizes: a socket whose SO_SNDBUF was not set gets a send buffer of at
- * least net.smr.wmem; one the application sized keeps its size even below
- * that. Each end's RMB is what the other end reports as the peer's.
+ * least net.smr.wmem even where TCP's own stays smaller (tcp_wmem capped at
+ * 16 KiB here); one the application sized keeps its size even below that.
+ * Each end's RMB is what the other end reports as the peer's.
  */
 TEST_F(smr_api, smr_info_buffers)
 {
+	static const char tcp_wmem[] = "/proc/sys/net/ipv4/tcp_wmem";
+	long long wmem, buf_max, w0, w1, w2;
 	struct sockaddr_storage la;
 	struct smr_info ci, si;
+	int l, cli, srv, rc_c, rc_i;
+	char saved[64];
 	socklen_t len;
-	long long wmem, buf_max;
-	int l, cli, srv;
 
 	if (!self->smr) {
 		/* TCP has no such report */
@@ -3145,12 +3159,28 @@ TEST_F(smr_api, smr_info_buffers)
 	}
 	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/wmem", 0, &wmem));
 	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/buf_max", 0, &buf_max));
+	ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 0, &w0));
+	ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 1, &w1));
+	ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 2, &w2));
+	snprintf(saved, sizeof(saved), "%lld %lld %lld", w0, w1, w2);
+	ASSERT_LT(16384, wmem < buf_max ? wmem : buf_max);
 
-	PAIR(&cli, &srv);
+	l = LISTENER(4, &la);
+	cli = NEW_SOCK(SOCK_STREAM);
+	/* no asserts until tcp_wmem is back: later tests need it */
+	ASSERT_EQ(0, write_text(tcp_wmem, "4096 16384 16384"));
+	rc_c = xconnect(cli, &la, af_len(self->af));
+	srv = rc_c ? -1 : xaccept(l, 0);
+	rc_i = srv < 0 || xsend(cli, "x", 1, 0) != 1 ||
+	       recv_upto(srv, &(char){0}, 1, SOON_MS) != 1;
 	len = sizeof(ci);
-	ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+	rc_i = rc_i || smr_info_get(cli, &ci, &len);
 	len = sizeof(si);
-	ASSERT_EQ(0, smr_info_get(srv, &si, &len));
+	rc_i = rc_i || smr_info_get(srv, &si, &len);
+	ASSERT_EQ(0, write_text(tcp_wmem, saved));
+	ASSERT_EQ(0, rc_c);
+	ASSERT_EQ(0, rc_i);
+
 	EXPECT_EQ(SMR_MODE_RDMA, ci.mode);
 	EXPECT_EQ(0, ci.sndbuf_size & (ci.sndbuf_size - 1));
 	EXPECT_LE(wmem < buf_max ? wmem : buf_max, ci.sndbuf_size);
@@ -3160,6 +3190,7 @@ TEST_F(smr_api, smr_info_buffers)
 	EXPECT_EQ(si.local_rmb_size, ci.peer_rmb_size);
 	close(cli);
 	close(srv);
+	close(l);
 
 	/* SO_SNDBUF 8 KiB: the kernel doubles it, SMR keeps the 16 KiB */
 	l = LISTENER(4, &la);
