@@ -474,18 +474,13 @@ static void smr_hs_client_read(struct smr_sock *smr)
 		return;
 	}
 	/*
-	 * Return from connect() once CONFIRM is acknowledged: the application
-	 * then finds the connection as TCP would leave it (nothing in flight
-	 * for SIOCOUTQ, Nagle or the send buffer).
+	 * Done: from here on the application's bytes go by RDMA, which the
+	 * server accepts since it sent ACCEPT, and what TCP still has in
+	 * flight (CONFIRM) is no longer the application's business (queue
+	 * sizes come from the rings). Waiting for CONFIRM's ACK would cost a
+	 * round trip for nothing.
 	 */
-	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_ACKED);
-	smr_hs_kick(smr);
-}
-
-static void smr_hs_client_acked(struct smr_sock *smr)
-{
-	if (smr_tcp_all_acked(smr))
-		smr_hs_agreed(smr);
+	smr_hs_agreed(smr);
 }
 
 /* ---- server ---- */
@@ -607,9 +602,6 @@ static void smr_hs_work(struct work_struct *work)
 		break;
 	case SMR_HS_WAIT_CONFIRM:
 		smr_hs_server_read_confirm(smr);
-		break;
-	case SMR_HS_WAIT_ACKED:
-		smr_hs_client_acked(smr);
 		break;
 	case SMR_HS_WAIT_LINK:
 		smr_hs_client_propose(smr);

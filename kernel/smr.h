@@ -56,7 +56,6 @@ enum smr_hs_state {
 	SMR_HS_WAIT_ACCEPT,	/* client: PROPOSAL sent */
 	SMR_HS_WAIT_PROPOSAL,	/* server child: answered the SYN */
 	SMR_HS_WAIT_CONFIRM,	/* server child: ACCEPT sent */
-	SMR_HS_WAIT_ACKED,	/* client: CONFIRM sent, until TCP acks it */
 	SMR_HS_WAIT_LINK,	/* client: the RDMA link to the peer comes up */
 	SMR_HS_DONE,		/* decided: @mode is set */
 };
@@ -256,7 +255,6 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk);
 void smr_tcp_err_sync(struct smr_sock *smr);
 void smr_tcp_err_consumed(struct smr_sock *smr, int ret);
 bool smr_tcp_was_connected(const struct smr_sock *smr);
-bool smr_tcp_all_acked(struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
@@ -436,6 +434,7 @@ enum smr_stat {
 	SMR_STAT_CONN_ABORT_PEER,	/* connections the peer reset */
 	SMR_STAT_BUF_ALLOCATED,		/* buffers registered */
 	SMR_STAT_BUF_REUSED,		/* buffers taken from a pool */
+	SMR_STAT_BUF_REGISTERED,	/* memory registrations (REG_MR) */
 	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
 	SMR_STAT_BUF_USER_LIMIT,	/* refused: net.smr.mem_user_max */
 	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */

@@ -173,23 +173,6 @@ void smr_tcp_hook_negotiation(struct smr_sock *smr, bool on)
 }
 
 /*
- * Has the peer acknowledged everything sent? If not, ask TCP to call
- * sk_write_space when an ACK shrinks the queue (SOCK_NOSPACE).
- */
-bool smr_tcp_all_acked(struct smr_sock *smr)
-{
-	struct sock *tsk = smr->tcp->sk;
-	bool acked;
-
-	lock_sock(tsk);
-	acked = READ_ONCE(tcp_sk(tsk)->snd_una) == READ_ONCE(tcp_sk(tsk)->write_seq);
-	if (!acked)
-		set_bit(SOCK_NOSPACE, &smr->tcp->flags);
-	release_sock(tsk);
-	return acked;
-}
-
-/*
  * After the handshake, leave TCP as a fresh connection would be: the
  * handshake's small segment must not hold the application's first small
  * write back (Minshall's Nagle), and the application's first data must be

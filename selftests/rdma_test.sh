@@ -49,7 +49,7 @@ tests=(
 	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
 	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
 	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
-	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host"
+	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host; 10 after they closed allocate nothing and re-register only their RMBs"
 	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
 	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"
 	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"

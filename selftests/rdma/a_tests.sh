@@ -334,7 +334,7 @@ summary_field() {
 # --- the cases -----------------------------------------------------------------
 
 # links: two simultaneous connections make one link; 20 more add no link
-# and no QP on either host.
+# and no QP on either host; 10 after those closed reuse pooled buffers.
 case_links() {
 	local n1 n2 pid2 pid20 lines conns rc h
 	t_begin links
@@ -412,7 +412,43 @@ case_links() {
 	t_note "A: ${n1:-no} active link(s) after 2 connections, links_created +$n2 over the test, CONNS '${conns}' with 22 open"
 	rc=$(rdma_res_count "$work/links.post.a.qp" smr)
 	t_note "smr QPs A ${rc}/B $(rdma_res_count "$work/links.post.b.qp" smr)"
+
+	# Once both ends let go of those 22, their buffers wait in the link's
+	# pools: 10 more connections take them without allocating, and only
+	# the RMBs are registered again (new key; a send buffer's key never
+	# left its host).
+	if links_drained 60; then
+		snap reuse.pre
+		serve links10 -p 6113 -n 10 -s "$links_bytes" -T 240
+		client links10 -a "$peer" -p 6113 -n 10 -s "$links_bytes" -T 240
+		server_result links10 60
+		pair_check links10 10 "$links_bytes"
+		snap reuse.post
+		for h in a b; do
+			ck "${h^^}: buffers_allocated over 10 connections after 22 closed" \
+				"$(delta reuse.pre reuse.post $h buffers_allocated)" eq 0
+			ck "${h^^}: buffers_reused over them (RMB + send buffer each)" \
+				"$(delta reuse.pre reuse.post $h buffers_reused)" eq 20
+			ck "${h^^}: buffers_registered over them (the RMBs)" \
+				"$(delta reuse.pre reuse.post $h buffers_registered)" eq 10
+		done
+	else
+		t_fail "the 22 connections still held their buffers 60 s after they closed"
+	fi
 	t_end
+}
+
+# links_drained SECONDS: wait until no connection is attached to a link on
+# either host (closed sockets hand their buffers back to the pool).
+links_drained() {
+	local i
+	for ((i = 0; i < $1 * 2; i++)); do
+		snap drain
+		[ "$(rdma_links_conns "$work/drain.a.links")" = 0 ] &&
+			[ "$(rdma_links_conns "$work/drain.b.links")" = 0 ] && return 0
+		sleep 0.5
+	done
+	return 1
 }
 
 # integrity (and rxe around it): 100 IPv4 connections and a smaller IPv6
