@@ -46,13 +46,11 @@ long smr_buf_mem_max = 256L << 20;
 int smr_buf_max = 4 << 20;
 /*
  * net.smr.wmem: the least send buffer of a socket whose SO_SNDBUF was not
- * set. TCP's 16 KiB start suits a window that autotuning grows; SMR's ring
- * is sized once. Bytes in a ring stay there until their WRITE completes, so
- * a ring no larger than the peer's RMB leaves the writer waiting for each
- * completion; twice the default 128 KiB RMB lets it copy while the wire
- * works (64 KiB measured ~20% slower at RoCE MTU 1024).
+ * set. TCP's 16 KiB start suits a window that autotuning grows; an SMR
+ * ring starts at this and grows once only for a writer that fills it
+ * (smr_tx_grow()), so idle connections pin little.
  */
-int smr_buf_wmem = 256 << 10;
+int smr_buf_wmem = 64 << 10;
 atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
 /* three quarters of mem_max: one user leaves room for the others */
 long smr_buf_mem_user_max = 192L << 20;

@@ -488,9 +488,16 @@ void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
 		}
 	}
 
-	/* TCP resets a connection that gets data after it shut both ways */
-	if (prod != conn->rx_prod && conn->rx_shut && conn->tx_fin &&
-	    !conn->reset) {
+	/*
+	 * TCP resets a connection that gets data after it shut both ways or
+	 * closed: nobody will read it, and a writer waiting for room in a
+	 * full RMB would otherwise wait for ever.
+	 */
+	if (prod != conn->rx_prod && (conn->rx_shut || conn->user_closed) &&
+	    conn->tx_fin && !conn->reset) {
+		/* its final CDC may carry that data: still the last one */
+		if (cdc.flags & (SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT))
+			conn->rx_final = true;
 		shut_reset = true;
 		goto unlock;
 	}
@@ -534,6 +541,19 @@ void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
 		smr_conn_reset_locked(smr, was_done ? EPIPE : ECONNRESET);
 		wake |= EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDHUP;
 		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CONN_ABORT_PEER);
+	} else if (cdc.flags & SMR_CDC_F_CLOSED &&
+		   conn->tx_sent != conn->tx_prod && !conn->reset) {
+		/*
+		 * The peer closed: bytes not yet in its RMB will never be
+		 * read. TCP would send them and draw a reset; reset now
+		 * (EPIPE, as after the peer's FIN), owing only our final CDC,
+		 * rather than wait for room that never comes.
+		 */
+		conn->abort_reason = SMR_ABORT_PEER;
+		smr_conn_reset_locked(smr, EPIPE);
+		wake |= EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDHUP;
+		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CONN_ABORT_PEER);
+		push = true;	/* the final CDC, if the application closed */
 	}
 unlock:
 	put = !bad && !shut_reset && smr_conn_done_locked(conn);

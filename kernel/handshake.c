@@ -580,8 +580,6 @@ static void smr_hs_server_read_confirm(struct smr_sock *smr)
 	}
 	smr->peer_rmb_size = msg.confirm.rmb.size;
 	smr_conn_set_peer(smr, &msg.confirm.rmb);
-	/* the client waits for this ACK: don't let delayed ACKs stall it */
-	tcp_sock_set_quickack(smr->tcp->sk, 1);
 	smr_hs_agreed(smr);
 }
 

@@ -109,6 +109,8 @@ struct smr_conn {
 	bool			tx_queued;	/* on link->tx_wait */
 	bool			tx_more;	/* last send had MSG_MORE */
 	bool			tx_force;	/* cork timer fired: send all */
+	bool			tx_grow;	/* sock lock: larger ring once empty */
+	bool			tx_grown;	/* sock lock: growth was tried */
 	struct timer_list	cork_timer;	/* sends what a cork held back */
 	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
 	int			tcp_err;
@@ -435,6 +437,7 @@ enum smr_stat {
 	SMR_STAT_BUF_ALLOCATED,		/* buffers registered */
 	SMR_STAT_BUF_REUSED,		/* buffers taken from a pool */
 	SMR_STAT_BUF_REGISTERED,	/* memory registrations (REG_MR) */
+	SMR_STAT_SNDBUF_GROWN,		/* send rings a writer outgrew */
 	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
 	SMR_STAT_BUF_USER_LIMIT,	/* refused: net.smr.mem_user_max */
 	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */

@@ -17,12 +17,15 @@
  *
  * Writers block (or get EAGAIN) when the send buffer is full, which happens
  * exactly when the peer's RMB has been full long enough for the send
- * buffer to fill behind it; they wake when a WRITE completes.
+ * buffer to fill behind it; they wake when a WRITE completes. A writer that
+ * fills a ring smaller than twice the peer's RMB gets a larger one, once
+ * (smr_tx_grow()).
  *
  * Locking and lifetimes
  * ---------------------
  * sendmsg() runs under the SMR sock lock: one writer copies into the ring
- * at a time, into space no posted WRITE still reads. The push runs under
+ * at a time, into space no posted WRITE still reads, and only it swaps the
+ * ring (under conn->lock too, when no byte is in it). The push runs under
  * conn->lock from any context (sendmsg, CDC receipt, completions).
  */
 #include <linux/net.h>
@@ -370,8 +373,65 @@ void smr_tx_push(struct smr_sock *smr)
 
 static bool smr_tx_writable(struct smr_conn *conn)
 {
+	/* a ring about to grow is swapped empty: wait for that */
+	if (conn->tx_grow)
+		return conn->reset || conn->tx_prod == conn->tx_done;
 	return !conn->sndbuf || conn->reset ||
 	       conn->tx_prod - conn->tx_done < conn->sndbuf->size;
+}
+
+/*
+ * The ring a writer that filled its own should have: twice the peer's RMB
+ * (bytes stay in the ring until their WRITE completes, so a ring no larger
+ * than the RMB idles the writer through every completion; measured ~20%
+ * less bulk throughput at RoCE MTU 1024), at most net.smr.buf_max. 0 when
+ * there is nothing to grow: SO_SNDBUF set, or big enough already. Sock lock
+ * held.
+ */
+static u32 smr_tx_grow_size(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	u32 want;
+
+	if (conn->tx_grown || !conn->sndbuf ||
+	    (smr->tcp->sk->sk_userlocks & SOCK_SNDBUF_LOCK))
+		return 0;
+	want = smr_buf_size_for(min_t(u64, 2ULL * conn->peer_rmb_size, INT_MAX));
+	return want > conn->sndbuf->size ? want : 0;
+}
+
+/*
+ * Swap the writer's empty ring for a larger one from the link's pool, once
+ * per connection; on any shortage (memory, the user's limit, the device's
+ * MR size) the ring stays as it is. The ring is ours alone (the peer only
+ * knows our RMB), so nothing is announced. Sock lock held, ring empty.
+ */
+static void smr_tx_grow(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct smr_link *link = conn->link;
+	struct smr_buf *bigger, *old = conn->sndbuf;
+	u32 want = smr_tx_grow_size(smr);
+
+	conn->tx_grow = false;
+	conn->tx_grown = true;
+	if (!want || !link)
+		return;
+	bigger = smr_buf_get(link, smr_link_pool(link), want, false);
+	if (!bigger)
+		return;
+	if (bigger->size <= old->size ||
+	    smr_buf_charge_user(smr->sk.sk_uid, bigger->size - old->size)) {
+		smr_buf_put(smr_link_pool(link), bigger);
+		return;
+	}
+	spin_lock_bh(&conn->lock);
+	/* only this writer adds bytes: the ring is still empty */
+	conn->sndbuf = bigger;
+	conn->user_charged += bigger->size - old->size;
+	spin_unlock_bh(&conn->lock);
+	smr_buf_put(smr_link_pool(link), old);
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_SNDBUF_GROWN);
 }
 
 /*
@@ -412,12 +472,14 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		struct smr_buf *sndbuf;
 		u64 prod, space;
 		u32 off, n, first;
+		bool empty;
 
 		spin_lock_bh(&conn->lock);
 		err = smr_tx_check(smr);
 		sndbuf = conn->sndbuf;
 		prod = conn->tx_prod;
 		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
+		empty = prod == conn->tx_done;
 		if (err == -ESHUTDOWN) {
 			smr_conn_reset_locked(smr, EPIPE);
 			spin_unlock_bh(&conn->lock);
@@ -431,7 +493,13 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		if (err)
 			break;
 
+		if (conn->tx_grow && empty) {
+			smr_tx_grow(smr);
+			continue;
+		}
 		if (!space) {
+			if (smr_tx_grow_size(smr))
+				conn->tx_grow = true;
 			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 			smr_tx_push(smr);
 			if (!timeo) {

@@ -3207,6 +3207,220 @@ TEST_F(smr_api, smr_info_buffers)
 	EXPECT_EQ(16384, ci.sndbuf_size);
 }
 
+/*
+ * Write @total pattern bytes on @wfd from a child in @wsize blocking sends
+ * while this process drains and checks them on @rfd. 0 when both sides
+ * saw every byte.
+ */
+static int pump_checked(META, int wfd, int rfd, long long total,
+			size_t wsize, uint32_t seed)
+{
+	static char buf[65536];
+	pid_t pid;
+
+	pid = fork_child();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		long long sent = 0;
+
+		while (sent < total) {
+			size_t n = total - sent < (long long)wsize ?
+				   (size_t)(total - sent) : wsize;
+			ssize_t w;
+
+			smr_pattern_fill(buf, n, seed, sent);
+			w = send(wfd, buf, n, MSG_NOSIGNAL);
+			CHILD_CHECK(w > 0, "send at %lld: %s", sent,
+				    strerror(errno));
+			sent += w;
+		}
+		_exit(0);
+	}
+	drain_check(_metadata, rfd, total, seed);
+	return wait_child(pid);
+}
+
+/*
+ * A writer that fills its send ring (SO_SNDBUF not set) gets one twice the
+ * peer's RMB, once: small writes leave the ring as it started, a bulk
+ * writer outgrows it (sndbufs_grown counts it), and a ring sized by
+ * SO_SNDBUF never changes. Every byte arrives intact throughout (TCP too).
+ */
+TEST_F(smr_api, smr_sndbuf_grows)
+{
+	static const char tcp_wmem[] = "/proc/sys/net/ipv4/tcp_wmem";
+	long long wmem = 0, buf_max = 0, w0, w1, w2, grown0 = 0, grown1 = 0;
+	struct sockaddr_storage la;
+	struct smr_info ci, ci0;
+	int l, cli, srv, rc_c;
+	char saved[64], small[1000];
+	socklen_t len;
+	uint32_t want = 0;
+
+	if (self->smr) {
+		ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/wmem", 0,
+					     &wmem));
+		ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/buf_max", 0,
+					     &buf_max));
+		ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 0, &w0));
+		ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 1, &w1));
+		ASSERT_EQ(0, smr_sysctl_read(tcp_wmem, 2, &w2));
+		snprintf(saved, sizeof(saved), "%lld %lld %lld", w0, w1, w2);
+	}
+	l = LISTENER(4, &la);
+	cli = NEW_SOCK(SOCK_STREAM);
+	/* TCP's own send buffer over loopback would start above wmem */
+	if (self->smr)
+		ASSERT_EQ(0, write_text(tcp_wmem, "4096 16384 16384"));
+	rc_c = xconnect(cli, &la, af_len(self->af));
+	if (self->smr)
+		ASSERT_EQ(0, write_text(tcp_wmem, saved));
+	ASSERT_EQ(0, rc_c);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+
+	/* small writes never fill the ring */
+	smr_pattern_fill(small, sizeof(small), 3, 0);
+	ASSERT_EQ((ssize_t)sizeof(small), xsend(cli, small, sizeof(small), 0));
+	drain_check(_metadata, srv, sizeof(small), 3);
+	if (self->smr) {
+		len = sizeof(ci0);
+		ASSERT_EQ(0, smr_info_get(cli, &ci0, &len));
+		EXPECT_EQ(SMR_MODE_RDMA, ci0.mode);
+		EXPECT_EQ(wmem < buf_max ? wmem : buf_max, ci0.sndbuf_size);
+		want = 1u << (31 - __builtin_clz(2 * ci0.peer_rmb_size <
+						  buf_max ?
+						  2 * ci0.peer_rmb_size :
+						  (uint32_t)buf_max));
+		/* else this test would show nothing */
+		ASSERT_LT(ci0.sndbuf_size, want);
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
+	}
+
+	/* a bulk writer outgrows it */
+	ASSERT_EQ(0, pump_checked(_metadata, cli, srv, 4 << 20, 65536, 5));
+	if (self->smr) {
+		len = sizeof(ci);
+		ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+		EXPECT_EQ(SMR_MODE_RDMA, ci.mode);
+		EXPECT_EQ(want, ci.sndbuf_size);
+		EXPECT_EQ(ci0.local_rmb_size, ci.local_rmb_size);
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown1));
+		EXPECT_EQ(1, grown1 - grown0);
+	}
+	/* and the bigger ring carries on */
+	ASSERT_EQ(0, pump_checked(_metadata, cli, srv, 1 << 20, 1024, 6));
+	close(cli);
+	close(srv);
+
+	/* SO_SNDBUF: the application's size stays */
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 32768));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, pump_checked(_metadata, cli, srv, 2 << 20, 65536, 8));
+	if (self->smr) {
+		len = sizeof(ci);
+		ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+		EXPECT_EQ(SMR_MODE_RDMA, ci.mode);
+		EXPECT_EQ(65536, ci.sndbuf_size);
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
+		EXPECT_EQ(grown1, grown0);
+	}
+	close(cli);
+	close(srv);
+	close(l);
+}
+
+/* Is an SMR connection with this token still in /proc/net/smr/conns? */
+static bool smr_token_listed(uint64_t token)
+{
+	FILE *f = fopen("/proc/net/smr/conns", "r");
+	char line[512], hex[32];
+	bool found = false;
+
+	if (!f)
+		return false;
+	snprintf(hex, sizeof(hex), " %016llx ", (unsigned long long)token);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, hex);
+	fclose(f);
+	return found;
+}
+
+/*
+ * The reader closes while the writer still has bytes for it, in every
+ * order the race allows: unread bytes at close, bytes arriving after the
+ * close, bytes still in the writer's ring when the reader's last message
+ * comes; the writer closed first or still writing. As on TCP, a writer
+ * still writing gets EPIPE or ECONNRESET; and no SMR connection is left
+ * behind waiting for the other (both tokens leave /proc/net/smr/conns).
+ */
+TEST_F(smr_api, close_while_peer_writes)
+{
+	static char buf[65536];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		uint64_t tok_c = 0, tok_s = 0;
+		bool writer_open = i % 2;
+		long long deadline;
+		struct smr_info ci;
+		socklen_t len;
+		int cli, srv, err = 0;
+
+		PAIR(&cli, &srv);
+		if (self->smr) {
+			len = sizeof(ci);
+			ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+			ASSERT_EQ(SMR_MODE_RDMA, ci.mode);
+			tok_c = ci.local_token;
+			tok_s = ci.peer_token;
+		}
+		ASSERT_LT(0, fill_until_blocked(cli, i));
+		if (!writer_open)
+			close(cli);
+		/* the reader takes what is there, and more for a while */
+		deadline = smr_now_ms() + i % 4 * 20;
+		do {
+			while (recv(srv, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				;
+		} while (smr_now_ms() < deadline &&
+			 poll(&(struct pollfd){ .fd = srv, .events = POLLIN },
+			      1, 5) >= 0);
+		close(srv);
+
+		deadline = smr_now_ms() + 5000;
+		while (writer_open && !err && smr_now_ms() < deadline) {
+			if (send(cli, buf, sizeof(buf),
+				 MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+				continue;
+			if (errno == EAGAIN)
+				usleep(5000);
+			else
+				err = errno;
+		}
+		if (writer_open) {
+			EXPECT_TRUE(err == EPIPE || err == ECONNRESET)
+				TH_LOG("round %d: writer ended with %s", i,
+				       err ? strerror(err) : "no error in 5 s");
+			close(cli);
+		}
+		if (!self->smr)
+			continue;
+		deadline = smr_now_ms() + 10000;
+		while ((smr_token_listed(tok_c) || smr_token_listed(tok_s)) &&
+		       smr_now_ms() < deadline)
+			usleep(20000);
+		EXPECT_FALSE(smr_token_listed(tok_c))
+			TH_LOG("round %d: the writer's connection lingers", i);
+		EXPECT_FALSE(smr_token_listed(tok_s))
+			TH_LOG("round %d: the reader's connection lingers", i);
+	}
+}
+
 TEST_F(smr_api, smr_info_optlen)
 {
 	unsigned char buf[256];

@@ -168,8 +168,11 @@ iperf_checks() {
 	t_smr a "connects" 2 connects
 	t_smr a "sockets in RDMA mode" 2 mode_rdma
 	t_smr b "accepts" 2 accepts
-	# Every byte iperf3 counted went through SMR sockets.
-	t_smr "$snd" "bytes sent by RDMA (iperf3's sum_sent)" "${sent:-0}" \
+	# Every byte iperf3 counted as received went through SMR sockets, from
+	# the sender by RDMA WRITE. (Not every byte of sum_sent: what is still
+	# in the sender's ring when the receiver stops reading never leaves,
+	# as it never leaves a TCP send queue.)
+	t_smr "$snd" "bytes sent by RDMA (iperf3's sum_received)" "${recv:-0}" \
 		"$smr_apps_bytes_sent_names"
 	t_smr "$rcv" "bytes received by RDMA (iperf3's sum_received)" "${recv:-0}" \
 		"$smr_apps_bytes_received_names"
