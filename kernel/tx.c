@@ -404,7 +404,10 @@ static u32 smr_tx_grow_size(struct smr_sock *smr)
  * Swap the writer's empty ring for a larger one from the link's pool, once
  * per connection; on any shortage (memory, the user's limit, the device's
  * MR size) the ring stays as it is. The ring is ours alone (the peer only
- * knows our RMB), so nothing is announced. Sock lock held, ring empty.
+ * knows our RMB), so nothing is announced. Sock lock held, which keeps
+ * conn->link (and its reference) and conn->sndbuf in place (smr.h); the
+ * ring is empty, so no posted WRITE reads the old one: every CDC slot holds
+ * the sock until it completes, and its WRITEs complete before it.
  */
 static void smr_tx_grow(struct smr_sock *smr)
 {
