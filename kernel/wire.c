@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * SMR wire formats: parse and build the TCP option, the handshake
- * messages and the CDC messages described in Documentation/protocol.rst,
- * and convert the CDC's ring cursors to and from byte counts.
+ * messages, the RDMA link's rdma_cm private data, and the CDC and link
+ * messages described in Documentation/protocol.rst; tell the two kinds of
+ * SEND apart, and convert the CDC's ring cursors to and from byte counts.
  *
  * Built into the module and, unchanged, into userspace unit tests and a
  * libFuzzer target, so it uses nothing but wire.h: no kernel or libc
@@ -465,6 +466,51 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 	return len;
 }
 
+/* ---- rdma_cm private data ---- */
+
+#define SMR_CM_OFF_MAGIC	0
+#define SMR_CM_OFF_VERSION	4
+#define SMR_CM_OFF_FLAGS	5
+#define SMR_CM_OFF_CREDITS	6	/* u16 */
+#define SMR_CM_OFF_LINK_ID	8	/* u32 */
+#define SMR_CM_OFF_RESERVED	12	/* u32, written 0, must be 0 */
+
+int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out)
+{
+	struct smr_cm_priv p;
+
+	/* first: nothing below reads past @len (or through NULL) */
+	if (!buf || len < SMR_CM_PRIV_LEN)
+		return -SMR_WIRE_ELENGTH;
+	if (smr_get_be32(buf + SMR_CM_OFF_MAGIC) != SMR_CM_MAGIC)
+		return -SMR_WIRE_EMAGIC;
+	if (buf[SMR_CM_OFF_VERSION] != SMR_CM_VERSION)
+		return -SMR_WIRE_EVERSION;
+	/* a later version may give these bytes a meaning: refuse them now */
+	if (smr_get_be32(buf + SMR_CM_OFF_RESERVED))
+		return -SMR_WIRE_EFIELD;
+
+	/* zeroed, padding included, so callers may compare whole structs */
+	__builtin_memset(&p, 0, sizeof(p));
+	p.flags = buf[SMR_CM_OFF_FLAGS];
+	p.credits = smr_get_be16(buf + SMR_CM_OFF_CREDITS);
+	p.link_id = smr_get_be32(buf + SMR_CM_OFF_LINK_ID);
+	if (!p.credits || p.credits > SMR_CM_CREDITS_MAX || !p.link_id)
+		return -SMR_WIRE_EFIELD;
+	*out = p;
+	return 0;
+}
+
+void smr_cm_priv_build(const struct smr_cm_priv *p, u8 *buf)
+{
+	smr_put_be32(buf + SMR_CM_OFF_MAGIC, SMR_CM_MAGIC);
+	buf[SMR_CM_OFF_VERSION] = SMR_CM_VERSION;
+	buf[SMR_CM_OFF_FLAGS] = p->flags;
+	smr_put_be16(buf + SMR_CM_OFF_CREDITS, p->credits);
+	smr_put_be32(buf + SMR_CM_OFF_LINK_ID, p->link_id);
+	smr_put_be32(buf + SMR_CM_OFF_RESERVED, 0);
+}
+
 /* ---- CDC messages ---- */
 
 #define SMR_CDC_OFF_MAGIC	0
@@ -476,7 +522,7 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 #define SMR_CDC_OFF_CONS	24
 #define SMR_CDC_OFF_URG		32
 #define SMR_CDC_OFF_INLINE_LEN	40	/* u16 */
-#define SMR_CDC_OFF_RESERVED	42	/* u16, written 0, ignored on parse */
+#define SMR_CDC_OFF_CREDITS	42	/* u16 */
 
 /* a cursor on the wire: wrap (u32), count (u32) */
 #define SMR_CDC_CURSOR_COUNT	4
@@ -516,6 +562,7 @@ int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out)
 	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_CONS, &c.cons);
 	smr_cdc_decode_cursor(buf + SMR_CDC_OFF_URG, &c.urg);
 	c.inline_len = smr_get_be16(buf + SMR_CDC_OFF_INLINE_LEN);
+	c.credits = smr_get_be16(buf + SMR_CDC_OFF_CREDITS);
 	if (c.inline_len > SMR_CDC_INLINE_MAX)
 		return -SMR_WIRE_EFIELD;
 	if (len - SMR_CDC_LEN < c.inline_len)
@@ -535,7 +582,7 @@ void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf)
 	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_CONS, &cdc->cons);
 	smr_cdc_encode_cursor(buf + SMR_CDC_OFF_URG, &cdc->urg);
 	smr_put_be16(buf + SMR_CDC_OFF_INLINE_LEN, cdc->inline_len);
-	smr_put_be16(buf + SMR_CDC_OFF_RESERVED, 0);
+	smr_put_be16(buf + SMR_CDC_OFF_CREDITS, cdc->credits);
 }
 
 /* ---- ring cursors ---- */
@@ -591,4 +638,55 @@ int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
 		return -SMR_WIRE_EFIELD;
 	*out = count;
 	return 0;
+}
+
+/* ---- link messages ---- */
+
+#define SMR_LMSG_OFF_MAGIC	0
+#define SMR_LMSG_OFF_VERSION	4
+#define SMR_LMSG_OFF_TYPE	5
+#define SMR_LMSG_OFF_CREDITS	6	/* u16 */
+
+int smr_lmsg_parse(const u8 *buf, size_t len, struct smr_lmsg *out)
+{
+	struct smr_lmsg m;
+
+	/* first: nothing below is read unless all 8 bytes are there */
+	if (len < SMR_LMSG_LEN)
+		return -SMR_WIRE_ELENGTH;
+	if (smr_get_be32(buf + SMR_LMSG_OFF_MAGIC) != SMR_LMSG_MAGIC)
+		return -SMR_WIRE_EMAGIC;
+	if (buf[SMR_LMSG_OFF_VERSION] != SMR_LMSG_VERSION)
+		return -SMR_WIRE_EVERSION;
+	if (buf[SMR_LMSG_OFF_TYPE] != SMR_LMSG_CREDITS)
+		return -SMR_WIRE_ETYPE;
+
+	/* zeroed, padding included, so callers may compare whole structs */
+	__builtin_memset(&m, 0, sizeof(m));
+	m.type = buf[SMR_LMSG_OFF_TYPE];
+	m.credits = smr_get_be16(buf + SMR_LMSG_OFF_CREDITS);
+	*out = m;
+	return 0;
+}
+
+void smr_lmsg_build(const struct smr_lmsg *msg, u8 *buf)
+{
+	smr_put_be32(buf + SMR_LMSG_OFF_MAGIC, SMR_LMSG_MAGIC);
+	buf[SMR_LMSG_OFF_VERSION] = SMR_LMSG_VERSION;
+	buf[SMR_LMSG_OFF_TYPE] = msg->type;
+	smr_put_be16(buf + SMR_LMSG_OFF_CREDITS, msg->credits);
+}
+
+enum smr_msg_kind smr_msg_kind(const u8 *buf, size_t len)
+{
+	u32 magic;
+
+	if (len < 4)
+		return SMR_MSG_UNKNOWN;
+	magic = smr_get_be32(buf);
+	if (magic == SMR_CDC_MAGIC)
+		return SMR_MSG_CDC;
+	if (magic == SMR_LMSG_MAGIC)
+		return SMR_MSG_LINK;
+	return SMR_MSG_UNKNOWN;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * SMR wire formats: the TCP option and the handshake messages.
+ * SMR wire formats: the TCP option, the handshake messages, the rdma_cm
+ * private data of the RDMA link, and what the link carries: CDC messages
+ * and link messages.
  *
  * This header and wire.c have no kernel dependencies: they are compiled
  * into the module and into userspace unit tests and a libFuzzer target.
@@ -177,6 +179,31 @@ int smr_hs_check(const struct smr_hs_msg *msg, u8 expected, u64 my_token);
  */
 size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap);
 
+/* ---- rdma_cm private data of the RDMA link's connect and accept ---- */
+#define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
+#define SMR_CM_VERSION		2
+#define SMR_CM_PRIV_LEN		16
+#define SMR_CM_CREDITS_MAX	4096		/* largest initial grant */
+
+struct smr_cm_priv {
+	u32	link_id;	/* the sender's id of the link, non-zero */
+	u16	credits;	/* receives posted for the peer's SENDs: 1..MAX */
+	u8	flags;		/* none defined: 0; unknown bits ignored */
+};
+
+/*
+ * Parse the private data of an rdma_cm connect request or accept. 0 and
+ * @out filled, or -SMR_WIRE_ELENGTH (@buf NULL or @len under
+ * SMR_CM_PRIV_LEN) / -SMR_WIRE_EMAGIC / -SMR_WIRE_EVERSION (any version
+ * but SMR_CM_VERSION, 1 included) / -SMR_WIRE_EFIELD (link_id 0, credits
+ * 0 or over SMR_CM_CREDITS_MAX, reserved bytes not zero). rdma_cm may hand
+ * over a longer, padded buffer: bytes past SMR_CM_PRIV_LEN are ignored.
+ * @flags keeps unknown bits. @out is written only on success.
+ */
+int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out);
+/* Encode @p into SMR_CM_PRIV_LEN bytes at @buf (reserved bytes zero). */
+void smr_cm_priv_build(const struct smr_cm_priv *p, u8 *buf);
+
 /* ---- CDC: connection data control, one IB SEND per message ---- */
 #define SMR_CDC_MAGIC		0x534d5243u	/* "SMRC" */
 #define SMR_CDC_VERSION		1
@@ -210,6 +237,7 @@ struct smr_cdc {
 	struct smr_cdc_cursor	cons;		/* sender's reads from its RMB */
 	struct smr_cdc_cursor	urg;		/* the urgent byte, if F_URGENT */
 	u16			inline_len;	/* data bytes after the header */
+	u16			credits;	/* receives re-posted on the link */
 };
 
 /*
@@ -220,6 +248,7 @@ struct smr_cdc {
  * / -SMR_WIRE_ETOKEN (token zero). The inline data is the @inline_len
  * bytes after the header; bytes past it are ignored. Cursor values are not
  * checked here: only the connection knows its ring (smr_cursor_to_count()).
+ * Nor is @credits (any value parses): the link bounds what it accepts.
  */
 int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out);
 /* Encode @cdc's header into SMR_CDC_LEN bytes at @buf (data not copied). */
@@ -238,5 +267,45 @@ void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf);
 void smr_cursor_from_count(u64 count, u32 size, struct smr_cdc_cursor *c);
 int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
 			u64 max, u64 *out);
+
+/* ---- link messages: IB SENDs on the link's QP that are not CDCs ---- */
+#define SMR_LMSG_MAGIC		0x534d524bu	/* "SMRK" */
+#define SMR_LMSG_VERSION	1
+#define SMR_LMSG_LEN		8		/* version 1, exact */
+
+/* A link message lands in a receive buffer posted for CDCs. */
+#if SMR_LMSG_LEN > SMR_CDC_MAX_LEN
+#error "a link message must fit a CDC receive buffer"
+#endif
+
+enum smr_lmsg_type {
+	SMR_LMSG_CREDITS	= 1,	/* only returns credits */
+};
+
+struct smr_lmsg {
+	u8	type;		/* enum smr_lmsg_type */
+	u16	credits;	/* receives re-posted on the link, any value */
+};
+
+/*
+ * Parse one link message of @len bytes. 0 and @out filled, or
+ * -SMR_WIRE_ELENGTH (shorter than SMR_LMSG_LEN) / -SMR_WIRE_EMAGIC /
+ * -SMR_WIRE_EVERSION / -SMR_WIRE_ETYPE (a type this version does not
+ * know). Bytes past SMR_LMSG_LEN are ignored. @out is written only on
+ * success.
+ */
+int smr_lmsg_parse(const u8 *buf, size_t len, struct smr_lmsg *out);
+/* Encode @msg into SMR_LMSG_LEN bytes at @buf. */
+void smr_lmsg_build(const struct smr_lmsg *msg, u8 *buf);
+
+/* What a received SEND is, by its first 4 bytes (the magic). */
+enum smr_msg_kind {
+	SMR_MSG_UNKNOWN	= 0,	/* shorter than 4 bytes, or neither magic */
+	SMR_MSG_CDC,		/* SMR_CDC_MAGIC: smr_cdc_parse() it */
+	SMR_MSG_LINK,		/* SMR_LMSG_MAGIC: smr_lmsg_parse() it */
+};
+
+/* Only the magic is looked at: the parser of that kind checks the rest. */
+enum smr_msg_kind smr_msg_kind(const u8 *buf, size_t len);
 
 #endif /* _SMR_WIRE_H */

@@ -76,9 +76,10 @@ if ! "$out/wire_test" --write-seeds "$seeds" >&2; then
 	results+=("-$fuzz_name: could not write the seed corpus")
 else
 	fuzz_log=$(mktemp)
-	# Inputs are short wire messages, option areas, CDCs and cursor
-	# arguments; 256 bytes covers a message followed by stream data and
-	# the largest option area.
+	# Inputs are short wire messages, option areas, CDCs, link messages,
+	# rdma_cm private data and cursor arguments; 256 bytes covers a
+	# message followed by stream data, the largest option area and padded
+	# private data.
 	"$out/wire_fuzz" -max_total_time="$fuzz_seconds" -max_len=256 \
 		-timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$crashes/" "$corpus" "$seeds" \

@@ -2,9 +2,9 @@
 /*
  * libFuzzer target for kernel/wire.c. Each input is treated as the start
  * of a TCP stream (handshake messages), as a TCP option area, as a received
- * CDC message and as the arguments of a cursor conversion. Besides the
- * sanitizers' memory checks it asserts the parser's contracts, calling
- * abort() on any violation:
+ * SEND (CDC message or link message), as rdma_cm private data and as the
+ * arguments of a cursor conversion. Besides the sanitizers' memory checks
+ * it asserts the parser's contracts, calling abort() on any violation:
  *  - smr_hs_peek() returns a documented error or a known message length;
  *  - whatever smr_hs_parse() accepts, smr_hs_build() reproduces byte for
  *    byte (one encoding per message), and smr_hs_check() agrees with the
@@ -15,8 +15,20 @@
  *    second parse unchanged;
  *  - smr_cdc_parse() returns the error of the first check that fails
  *    (length, magic, version, token, inline length), and what it accepts
- *    smr_cdc_build() reproduces: the first 42 bytes exactly, the reserved
- *    half-word as zero;
+ *    smr_cdc_build() reproduces: all 44 header bytes exactly (credits
+ *    included, any value);
+ *  - smr_lmsg_parse() returns the error of the first check that fails
+ *    (length, magic, version, type), never reads past @len, and what it
+ *    accepts smr_lmsg_build() reproduces byte for byte; a link message
+ *    built from any struct parses back unless its type is unknown;
+ *  - smr_msg_kind() names the kind of the first four bytes' magic, and
+ *    agrees with the parsers: a CDC or link message parses only as its
+ *    kind, and only a SEND of another kind is -SMR_WIRE_EMAGIC to it;
+ *  - smr_cm_priv_parse() returns the error of the first check that fails
+ *    (length, magic, version, fields: link id, credits bounds, reserved),
+ *    leaves @out untouched on failure, ignores bytes past 16, and what it
+ *    accepts smr_cm_priv_build() reproduces byte for byte; private data
+ *    built from any struct parses back exactly when its fields are valid;
  *  - smr_cursor_to_count() accepts exactly the cursors that name a byte
  *    count in [prev, max] (computed here in 128 bits), and on success
  *    smr_cursor_from_count() of the result gives back the cursor; on
@@ -47,6 +59,11 @@ static uint64_t get_be64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
 static uint32_t get_be32(const uint8_t *p)
@@ -179,7 +196,7 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 	       a->prod.wrap == b->prod.wrap && a->prod.count == b->prod.count &&
 	       a->cons.wrap == b->cons.wrap && a->cons.count == b->cons.count &&
 	       a->urg.wrap == b->urg.wrap && a->urg.count == b->urg.count &&
-	       a->inline_len == b->inline_len;
+	       a->inline_len == b->inline_len && a->credits == b->credits;
 }
 
 static void fuzz_cdc(const uint8_t *data, size_t size)
@@ -215,8 +232,8 @@ static void fuzz_cdc(const uint8_t *data, size_t size)
 	memset(buf, 0xa5, sizeof(buf));
 	smr_cdc_build(&c, buf);
 	expect(c.inline_len == inline_len);
-	expect(memcmp(buf, data, SMR_CDC_LEN - 2) == 0);
-	expect(!buf[42] && !buf[43]);
+	expect(c.credits == (data[42] << 8 | data[43]));
+	expect(memcmp(buf, data, SMR_CDC_LEN) == 0);
 	expect(smr_cdc_parse(buf, SMR_CDC_LEN + c.inline_len, &again) == 0);
 	expect(cdc_eq(&c, &again));
 }
@@ -243,6 +260,153 @@ static void fuzz_cdc_build(const uint8_t *data, size_t size)
 	}
 	expect(err == 0);
 	expect(cdc_eq(&c, &out));
+}
+
+static void fuzz_lmsg(const uint8_t *data, size_t size)
+{
+	struct smr_lmsg m, again, untouched;
+	uint8_t buf[SMR_LMSG_LEN + 1];
+	int err;
+
+	memset(&m, 0x5a, sizeof(m));
+	memset(&untouched, 0x5a, sizeof(untouched));
+	err = smr_lmsg_parse(data, size, &m);
+	if (size < SMR_LMSG_LEN)
+		expect(err == -SMR_WIRE_ELENGTH);
+	else if (get_be32(data) != SMR_LMSG_MAGIC)
+		expect(err == -SMR_WIRE_EMAGIC);
+	else if (data[4] != SMR_LMSG_VERSION)
+		expect(err == -SMR_WIRE_EVERSION);
+	else if (data[5] != SMR_LMSG_CREDITS)
+		expect(err == -SMR_WIRE_ETYPE);
+	else
+		expect(err == 0);
+	if (err) {
+		expect(memcmp(&m, &untouched, sizeof(m)) == 0);
+		return;
+	}
+	expect(m.type == SMR_LMSG_CREDITS);
+	expect(m.credits == get_be16(data + 6));
+	memset(buf, 0xa5, sizeof(buf));
+	smr_lmsg_build(&m, buf);
+	expect(memcmp(buf, data, SMR_LMSG_LEN) == 0);
+	expect(buf[SMR_LMSG_LEN] == 0xa5);	/* nothing past the message */
+	expect(smr_lmsg_parse(buf, SMR_LMSG_LEN, &again) == 0);
+	expect(again.type == m.type && again.credits == m.credits);
+}
+
+/* the input's bytes as a host-order link message: what build writes parses */
+static void fuzz_lmsg_build(const uint8_t *data, size_t size)
+{
+	struct smr_lmsg m, out;
+	uint8_t buf[SMR_LMSG_LEN];
+	int err;
+
+	if (size < sizeof(m))
+		return;
+	memcpy(&m, data, sizeof(m));
+	smr_lmsg_build(&m, buf);
+	err = smr_lmsg_parse(buf, sizeof(buf), &out);
+	if (m.type != SMR_LMSG_CREDITS) {
+		expect(err == -SMR_WIRE_ETYPE);
+		return;
+	}
+	expect(err == 0);
+	expect(out.type == m.type && out.credits == m.credits);
+}
+
+/* the magic decides, and the parsers agree with it */
+static void fuzz_kind(const uint8_t *data, size_t size)
+{
+	enum smr_msg_kind kind = smr_msg_kind(data, size);
+	struct smr_cdc c;
+	struct smr_lmsg m;
+	int cdc_err, lmsg_err;
+
+	if (size < 4)
+		expect(kind == SMR_MSG_UNKNOWN);
+	else if (get_be32(data) == SMR_CDC_MAGIC)
+		expect(kind == SMR_MSG_CDC);
+	else if (get_be32(data) == SMR_LMSG_MAGIC)
+		expect(kind == SMR_MSG_LINK);
+	else
+		expect(kind == SMR_MSG_UNKNOWN);
+
+	cdc_err = smr_cdc_parse(data, size, &c);
+	lmsg_err = smr_lmsg_parse(data, size, &m);
+	expect(cdc_err || lmsg_err);		/* never both */
+	if (!cdc_err)
+		expect(kind == SMR_MSG_CDC);
+	if (!lmsg_err)
+		expect(kind == SMR_MSG_LINK);
+	if (size >= SMR_CDC_LEN)
+		expect((cdc_err == -SMR_WIRE_EMAGIC) == (kind != SMR_MSG_CDC));
+	if (size >= SMR_LMSG_LEN)
+		expect((lmsg_err == -SMR_WIRE_EMAGIC) == (kind != SMR_MSG_LINK));
+}
+
+static int cm_priv_valid(uint32_t link_id, uint16_t credits)
+{
+	return link_id && credits && credits <= SMR_CM_CREDITS_MAX;
+}
+
+static void fuzz_cm_priv(const uint8_t *data, size_t size)
+{
+	struct smr_cm_priv p, again, untouched;
+	uint8_t buf[SMR_CM_PRIV_LEN + 1];
+	int err;
+
+	memset(&p, 0x5a, sizeof(p));
+	memset(&untouched, 0x5a, sizeof(untouched));
+	err = smr_cm_priv_parse(data, size, &p);
+	if (size < SMR_CM_PRIV_LEN)
+		expect(err == -SMR_WIRE_ELENGTH);
+	else if (get_be32(data) != SMR_CM_MAGIC)
+		expect(err == -SMR_WIRE_EMAGIC);
+	else if (data[4] != SMR_CM_VERSION)
+		expect(err == -SMR_WIRE_EVERSION);
+	else if (!cm_priv_valid(get_be32(data + 8), get_be16(data + 6)) ||
+		 get_be32(data + 12))
+		expect(err == -SMR_WIRE_EFIELD);
+	else
+		expect(err == 0);
+	if (err) {
+		expect(memcmp(&p, &untouched, sizeof(p)) == 0);
+		return;
+	}
+	expect(p.flags == data[5]);
+	expect(p.credits == get_be16(data + 6));
+	expect(p.link_id == get_be32(data + 8));
+	memset(buf, 0xa5, sizeof(buf));
+	smr_cm_priv_build(&p, buf);
+	expect(memcmp(buf, data, SMR_CM_PRIV_LEN) == 0);
+	expect(buf[SMR_CM_PRIV_LEN] == 0xa5);	/* nothing past the data */
+	expect(smr_cm_priv_parse(buf, SMR_CM_PRIV_LEN, &again) == 0);
+	expect(again.link_id == p.link_id && again.credits == p.credits &&
+	       again.flags == p.flags);
+}
+
+/* the input's bytes as host-order private data: build, then parse */
+static void fuzz_cm_priv_build(const uint8_t *data, size_t size)
+{
+	struct smr_cm_priv p, out;
+	uint8_t buf[SMR_CM_PRIV_LEN];
+	int err;
+
+	if (size < sizeof(p))
+		return;
+	memcpy(&p, data, sizeof(p));
+	memset(buf, 0xff, sizeof(buf));
+	smr_cm_priv_build(&p, buf);
+	expect(get_be32(buf + 12) == 0);	/* reserved, whatever was there */
+	err = smr_cm_priv_parse(buf, sizeof(buf), &out);
+	if (!cm_priv_valid(p.link_id, p.credits)) {
+		expect(err == -SMR_WIRE_EFIELD);
+		return;
+	}
+	expect(err == 0);
+	expect(out.link_id == p.link_id && out.credits == p.credits &&
+	       out.flags == p.flags);
 }
 
 /* from_count() of any count from @prev to 2^32 rings on comes back */
@@ -330,6 +494,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_opt(data, size);
 	fuzz_cdc(data, size);
 	fuzz_cdc_build(data, size);
+	fuzz_lmsg(data, size);
+	fuzz_lmsg_build(data, size);
+	fuzz_kind(data, size);
+	fuzz_cm_priv(data, size);
+	fuzz_cm_priv_build(data, size);
 	fuzz_cursor(data, size);
 	return 0;
 }

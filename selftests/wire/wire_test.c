@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests for kernel/wire.c, the SMR option, handshake and CDC parser
- * and the ring cursor conversions, built for userspace with ASan/UBSan and
- * run under the kselftest harness (TAP).
+ * Unit tests for kernel/wire.c, the SMR option, handshake, rdma_cm private
+ * data, CDC and link message parser and the ring cursor conversions, built
+ * for userspace with ASan/UBSan and run under the kselftest harness (TAP).
  *
  * Golden byte vectors are written out by hand from
  * Documentation/protocol.rst, so the tests pin the wire format itself, not
@@ -21,6 +21,7 @@
 #define ACCEPT_TOKEN	0x1112131415161718ull
 #define PROPOSAL_LINK	0x0a0b0c0du
 #define CDC_TOKEN	0x2122232425262728ull
+#define CDC_CREDITS	0x0123
 
 /* ---- reference messages and their exact bytes ---- */
 
@@ -1268,7 +1269,7 @@ static const uint8_t golden_cdc[SMR_CDC_LEN] = {
 	0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x10, 0x00,	/* prod 3:0x1000 */
 	0xff, 0xff, 0xff, 0xfe, 0x00, 0x00, 0xff, 0xff,	/* cons 0xfffffffe:0xffff */
 	0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x00, 0x42,	/* urg 0x11223344:0x42 */
-	0x00, 0x00, 0x00, 0x00,				/* inline_len, reserved */
+	0x00, 0x00, 0x01, 0x23,				/* inline_len, credits */
 };
 
 static void make_cdc(struct smr_cdc *c)
@@ -1283,6 +1284,7 @@ static void make_cdc(struct smr_cdc *c)
 	c->cons.count = 0xffff;
 	c->urg.wrap = 0x11223344u;
 	c->urg.count = 0x42;
+	c->credits = CDC_CREDITS;
 }
 
 static int cursor_eq(const struct smr_cdc_cursor *a,
@@ -1297,7 +1299,7 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 	return a->flags == b->flags && a->seq == b->seq &&
 	       a->token == b->token && cursor_eq(&a->prod, &b->prod) &&
 	       cursor_eq(&a->cons, &b->cons) && cursor_eq(&a->urg, &b->urg) &&
-	       a->inline_len == b->inline_len;
+	       a->inline_len == b->inline_len && a->credits == b->credits;
 }
 
 /* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
@@ -1460,19 +1462,50 @@ TEST(cdc_flags_unknown_bits_kept)
 	}
 }
 
-TEST(cdc_reserved_ignored_and_written_zero)
+TEST(cdc_credits_every_value)
 {
+	/* at offset 42, big-endian; any value parses and is built back */
 	uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
 	struct smr_cdc want, out;
 
+	ASSERT_EQ(0, cdc_parse_exact(golden_cdc, SMR_CDC_LEN, &out));
+	ASSERT_EQ(CDC_CREDITS, out.credits);
 	make_cdc(&want);
-	memcpy(buf, golden_cdc, SMR_CDC_LEN);
-	memset(buf + 42, 0xff, 2);
-	ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
-	ASSERT_TRUE(cdc_eq(&want, &out));
-	memset(again, 0xff, sizeof(again));
-	smr_cdc_build(&out, again);
-	ASSERT_EQ(0, memcmp(again, golden_cdc, SMR_CDC_LEN));
+	for (unsigned int credits = 0; credits <= 0xffff; credits++) {
+		memcpy(buf, golden_cdc, SMR_CDC_LEN);
+		buf[42] = credits >> 8;
+		buf[43] = credits & 0xff;
+		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out))
+			TH_LOG("credits %u", credits);
+		ASSERT_EQ(credits, out.credits);
+		/* the other fields are not disturbed */
+		want.credits = credits;
+		ASSERT_TRUE(cdc_eq(&want, &out));
+		memset(again, 0xa5, sizeof(again));
+		smr_cdc_build(&want, again);
+		ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN));
+	}
+}
+
+TEST(cdc_credits_with_inline_data)
+{
+	/* credits sit in the header: the inline data still starts at 44 */
+	uint8_t buf[SMR_CDC_MAX_LEN];
+	struct smr_cdc c, out;
+
+	make_cdc(&c);
+	c.inline_len = SMR_CDC_INLINE_MAX;
+	c.credits = 0xffff;
+	memset(buf, 0x3c, sizeof(buf));
+	smr_cdc_build(&c, buf);
+	ASSERT_EQ(0x00, buf[40]);
+	ASSERT_EQ(SMR_CDC_INLINE_MAX, buf[41]);
+	ASSERT_EQ(0xff, buf[42]);
+	ASSERT_EQ(0xff, buf[43]);
+	ASSERT_EQ(0x3c, buf[SMR_CDC_LEN]);
+	ASSERT_EQ(0, cdc_parse_exact(buf, sizeof(buf), &out));
+	ASSERT_TRUE(cdc_eq(&c, &out));
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, cdc_parse_exact(buf, sizeof(buf) - 1, &out));
 }
 
 TEST(cdc_cursor_values_not_checked)
@@ -1518,15 +1551,11 @@ TEST(cdc_every_single_bit_flip_classified)
 				ASSERT_EQ(-SMR_WIRE_ELENGTH, err);
 				continue;
 			}
-			/* every other byte is a free field or reserved */
+			/* every other byte is a free field: built back as is */
 			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
 			smr_cdc_build(&out, again);
-			if (off >= 42) {
-				ASSERT_EQ(0, memcmp(again, golden_cdc, SMR_CDC_LEN));
-			} else {
-				ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN))
-					TH_LOG("offset %zu bit %d", off, bit);
-			}
+			ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN))
+				TH_LOG("offset %zu bit %d", off, bit);
 		}
 	}
 }
@@ -1581,6 +1610,7 @@ TEST(cdc_roundtrip_random)
 		c.urg.wrap = rng32();
 		c.urg.count = rng32();
 		c.inline_len = rng32() % (SMR_CDC_INLINE_MAX + 1);
+		c.credits = rng32();
 		smr_cdc_build(&c, buf);
 		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN + c.inline_len,
 					     &out));
@@ -1588,7 +1618,7 @@ TEST(cdc_roundtrip_random)
 		smr_cdc_build(&out, again);
 		ASSERT_EQ(0, memcmp(buf, again, SMR_CDC_LEN));
 		ASSERT_EQ(c.inline_len, buf[40] << 8 | buf[41]);
-		ASSERT_EQ(0, buf[42] | buf[43]);
+		ASSERT_EQ(c.credits, buf[42] << 8 | buf[43]);
 		/* the header only: the data after it is the caller's */
 		ASSERT_EQ(0x3c, buf[SMR_CDC_LEN]);
 	}
@@ -1863,6 +1893,701 @@ TEST(cursor_roundtrip_random)
 	}
 }
 
+/* ---- rdma_cm private data ---- */
+
+#define CM_CREDITS	0x0102
+
+static const uint8_t golden_cm_priv[SMR_CM_PRIV_LEN] = {
+	0x53, 0x4d, 0x52, 0x4c, 0x02, 0x00, 0x01, 0x02,	/* SMRL v2 flags credits */
+	0x0a, 0x0b, 0x0c, 0x0d,				/* link_id */
+	0x00, 0x00, 0x00, 0x00,				/* reserved */
+};
+
+/* version 1, as kernel/link.c sent it before: 12 bytes, no credits */
+static const uint8_t cm_priv_v1[12] = {
+	0x53, 0x4d, 0x52, 0x4c, 0x01, 0x00, 0x00, 0x00,
+	0x0a, 0x0b, 0x0c, 0x0d,
+};
+
+static void make_cm_priv(struct smr_cm_priv *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->link_id = PROPOSAL_LINK;	/* the id a PROPOSAL names */
+	p->credits = CM_CREDITS;
+	p->flags = 0;
+}
+
+static int cm_priv_eq(const struct smr_cm_priv *a, const struct smr_cm_priv *b)
+{
+	return a->link_id == b->link_id && a->credits == b->credits &&
+	       a->flags == b->flags;
+}
+
+/*
+ * Parse from a heap copy of exactly @len bytes, so ASan sees any
+ * over-read; @out must be untouched on failure.
+ */
+static int cm_parse_exact(const uint8_t *bytes, size_t len, struct smr_cm_priv *out)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	struct smr_cm_priv p;
+	int ret;
+
+	if (!copy)
+		abort();
+	memcpy(copy, bytes, len);
+	memset(&p, 0x5a, sizeof(p));
+	ret = smr_cm_priv_parse(copy, len, &p);
+	free(copy);
+	if (ret && ((uint8_t *)&p)[0] != 0x5a)
+		return -1000;	/* written on failure */
+	if (!ret && out)
+		*out = p;
+	return ret;
+}
+
+static int cm_err(const uint8_t *bytes)
+{
+	return cm_parse_exact(bytes, SMR_CM_PRIV_LEN, NULL);
+}
+
+TEST(cm_priv_build_matches_golden_bytes)
+{
+	struct smr_cm_priv p;
+	uint8_t buf[SMR_CM_PRIV_LEN + 8];
+
+	memset(buf, 0xaa, sizeof(buf));
+	make_cm_priv(&p);
+	smr_cm_priv_build(&p, buf);
+	ASSERT_EQ(0, memcmp(buf, golden_cm_priv, SMR_CM_PRIV_LEN));
+	/* nothing written past the private data */
+	for (size_t j = SMR_CM_PRIV_LEN; j < sizeof(buf); j++) {
+		ASSERT_EQ(0xaa, buf[j]);
+	}
+}
+
+TEST(cm_priv_parse_golden_bytes)
+{
+	struct smr_cm_priv want, got;
+
+	make_cm_priv(&want);
+	memset(&got, 0x5a, sizeof(got));
+	ASSERT_EQ(0, cm_parse_exact(golden_cm_priv, sizeof(golden_cm_priv), &got));
+	ASSERT_TRUE(cm_priv_eq(&want, &got));
+	ASSERT_EQ(PROPOSAL_LINK, got.link_id);
+	ASSERT_EQ(CM_CREDITS, got.credits);
+	/* parse zeroes padding: whole structs compare too */
+	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+}
+
+TEST(cm_priv_truncated_every_length)
+{
+	for (size_t cut = 0; cut < SMR_CM_PRIV_LEN; cut++) {
+		uint8_t bad[SMR_CM_PRIV_LEN];
+
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(golden_cm_priv, cut, NULL))
+			TH_LOG("cut at %zu", cut);
+		/* length is checked first: before magic, version and fields */
+		memset(bad, 0, sizeof(bad));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(bad, cut, NULL));
+	}
+	/* no private data at all, whatever the length says */
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cm_priv_parse(NULL, 0, NULL));
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cm_priv_parse(NULL, SMR_CM_PRIV_LEN, NULL));
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cm_priv_parse(NULL, 256, NULL));
+}
+
+TEST(cm_priv_longer_buffer_ignores_tail)
+{
+	/* rdma_cm pads private data: zeros, or whatever the peer sent */
+	uint8_t buf[SMR_CM_PRIV_LEN + 240];
+	struct smr_cm_priv want, got;
+
+	make_cm_priv(&want);
+	for (size_t len = SMR_CM_PRIV_LEN + 1; len <= sizeof(buf); len++) {
+		for (int fill = 0; fill < 2; fill++) {
+			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+			memset(buf + SMR_CM_PRIV_LEN, fill ? 0xff : 0,
+			       len - SMR_CM_PRIV_LEN);
+			ASSERT_EQ(0, cm_parse_exact(buf, len, &got))
+				TH_LOG("length %zu fill %d", len, fill);
+			ASSERT_TRUE(cm_priv_eq(&want, &got));
+		}
+	}
+}
+
+TEST(cm_priv_magic_each_bit)
+{
+	for (int byte = 0; byte < 4; byte++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_CM_PRIV_LEN];
+
+			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+			buf[byte] ^= 1u << bit;
+			ASSERT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf))
+				TH_LOG("byte %d bit %d", byte, bit);
+		}
+	}
+}
+
+TEST(cm_priv_other_magics)
+{
+	static const char *const magics[] = {
+		"SMRC", "SMRK", "SMRH", "SMRT", "LRMS", "smrl", "\0\0\0\0",
+	};
+	uint8_t buf[SMR_CM_PRIV_LEN];
+
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+		memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+		memcpy(buf, magics[i], 4);
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf)) TH_LOG("magic %zu", i);
+		/* magic before version and fields */
+		buf[4] = 1;
+		memset(buf + 6, 0, 6);
+		buf[12] = 0xff;
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf)) TH_LOG("magic %zu", i);
+	}
+}
+
+TEST(cm_priv_version_not_2)
+{
+	for (unsigned int v = 0; v < 256; v++) {
+		uint8_t buf[SMR_CM_PRIV_LEN];
+
+		if (v == SMR_CM_VERSION)
+			continue;
+		memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+		buf[4] = v;
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_err(buf)) TH_LOG("version %u", v);
+		/* version before the fields */
+		memset(buf + 6, 0, 6);
+		buf[15] = 1;
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_err(buf)) TH_LOG("version %u", v);
+	}
+}
+
+TEST(cm_priv_version_1_peer)
+{
+	/* the old 12 bytes: too short; padded by rdma_cm: the wrong version */
+	uint8_t padded[56] = { 0 };
+
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(cm_priv_v1, sizeof(cm_priv_v1), NULL));
+	memcpy(padded, cm_priv_v1, sizeof(cm_priv_v1));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, sizeof(padded), NULL));
+}
+
+TEST(cm_priv_flags_unknown_bits_kept)
+{
+	uint8_t buf[SMR_CM_PRIV_LEN], again[SMR_CM_PRIV_LEN];
+	struct smr_cm_priv out;
+
+	memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+	for (unsigned int flags = 0; flags < 256; flags++) {
+		buf[5] = flags;
+		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(flags, out.flags);
+		ASSERT_EQ(CM_CREDITS, out.credits);
+		ASSERT_EQ(PROPOSAL_LINK, out.link_id);
+		smr_cm_priv_build(&out, again);
+		ASSERT_EQ(0, memcmp(buf, again, SMR_CM_PRIV_LEN));
+	}
+}
+
+TEST(cm_priv_credits_bounds)
+{
+	/* at offset 6, big-endian: 1..SMR_CM_CREDITS_MAX, every other value refused */
+	for (unsigned int credits = 0; credits <= 0xffff; credits++) {
+		uint8_t buf[SMR_CM_PRIV_LEN];
+		struct smr_cm_priv p, out;
+		int err;
+
+		make_cm_priv(&p);
+		p.credits = credits;
+		memset(buf, 0xa5, sizeof(buf));
+		smr_cm_priv_build(&p, buf);
+		ASSERT_EQ(credits >> 8, buf[6]);
+		ASSERT_EQ(credits & 0xff, buf[7]);
+		err = cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out);
+		if (credits == 0 || credits > SMR_CM_CREDITS_MAX) {
+			ASSERT_EQ(-SMR_WIRE_EFIELD, err) TH_LOG("credits %u", credits);
+			continue;
+		}
+		ASSERT_EQ(0, err) TH_LOG("credits %u", credits);
+		ASSERT_EQ(credits, out.credits);
+		ASSERT_TRUE(cm_priv_eq(&p, &out));
+	}
+	ASSERT_EQ(4096, SMR_CM_CREDITS_MAX);
+}
+
+TEST(cm_priv_link_id)
+{
+	static const uint32_t ids[] = { 1, 0x80000000u, 0xffffffffu, 0x00ff0000u };
+	uint8_t buf[SMR_CM_PRIV_LEN];
+	struct smr_cm_priv p, out;
+
+	/* at offset 8, big-endian, carried through build and parse */
+	make_cm_priv(&p);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		p.link_id = ids[i];
+		smr_cm_priv_build(&p, buf);
+		ASSERT_EQ(ids[i] >> 24, buf[8]);
+		ASSERT_EQ((ids[i] >> 16) & 0xff, buf[9]);
+		ASSERT_EQ((ids[i] >> 8) & 0xff, buf[10]);
+		ASSERT_EQ(ids[i] & 0xff, buf[11]);
+		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_TRUE(cm_priv_eq(&p, &out));
+	}
+	/* zero is never a link id */
+	memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+	memset(buf + 8, 0, 4);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_err(buf));
+	/* any one bit makes it one again */
+	for (int bit = 0; bit < 32; bit++) {
+		memset(buf + 8, 0, 4);
+		buf[11 - bit / 8] = 1u << bit % 8;
+		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(1u << bit, out.link_id);
+	}
+}
+
+TEST(cm_priv_reserved_every_bit)
+{
+	for (size_t off = 12; off < SMR_CM_PRIV_LEN; off++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_CM_PRIV_LEN];
+
+			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+			buf[off] ^= 1u << bit;
+			ASSERT_EQ(-SMR_WIRE_EFIELD, cm_err(buf))
+				TH_LOG("offset %zu bit %d", off, bit);
+		}
+	}
+	/* and build writes them zero whatever was in the buffer */
+	{
+		uint8_t buf[SMR_CM_PRIV_LEN];
+		struct smr_cm_priv p;
+
+		make_cm_priv(&p);
+		memset(buf, 0xff, sizeof(buf));
+		smr_cm_priv_build(&p, buf);
+		ASSERT_EQ(0, buf[12] | buf[13] | buf[14] | buf[15]);
+	}
+}
+
+TEST(cm_priv_every_single_bit_flip_classified)
+{
+	for (size_t off = 0; off < SMR_CM_PRIV_LEN; off++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_CM_PRIV_LEN], again[SMR_CM_PRIV_LEN];
+			struct smr_cm_priv out;
+			unsigned int credits;
+			int err;
+
+			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
+			buf[off] ^= 1u << bit;
+			credits = buf[6] << 8 | buf[7];
+			err = cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out);
+			if (off < 4) {
+				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
+				continue;
+			}
+			if (off == 4) {
+				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
+				continue;
+			}
+			if (off >= 12) {
+				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
+				continue;
+			}
+			/* credits leave 1..MAX when a high bit is set */
+			if (credits > SMR_CM_CREDITS_MAX) {
+				ASSERT_EQ(6, off);
+				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
+				continue;
+			}
+			/* flags, credits within bounds, link id: built back as is */
+			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
+			smr_cm_priv_build(&out, again);
+			ASSERT_EQ(0, memcmp(again, buf, SMR_CM_PRIV_LEN))
+				TH_LOG("offset %zu bit %d", off, bit);
+		}
+	}
+}
+
+TEST(cm_priv_roundtrip_random)
+{
+	for (int n = 0; n < 20000; n++) {
+		uint8_t buf[SMR_CM_PRIV_LEN + 4], again[SMR_CM_PRIV_LEN];
+		struct smr_cm_priv p, out;
+
+		memset(&p, 0, sizeof(p));
+		memset(buf, 0x3c, sizeof(buf));
+		p.link_id = rng32() | 1u << rng32() % 32;
+		p.credits = 1 + rng32() % SMR_CM_CREDITS_MAX;
+		p.flags = rng32();
+		smr_cm_priv_build(&p, buf);
+		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_TRUE(cm_priv_eq(&p, &out)) TH_LOG("iteration %d", n);
+		smr_cm_priv_build(&out, again);
+		ASSERT_EQ(0, memcmp(buf, again, SMR_CM_PRIV_LEN));
+		ASSERT_EQ(0x3c, buf[SMR_CM_PRIV_LEN]);
+	}
+}
+
+/* ---- link messages ---- */
+
+#define LMSG_CREDITS	0x4567
+
+static const uint8_t golden_lmsg[SMR_LMSG_LEN] = {
+	0x53, 0x4d, 0x52, 0x4b, 0x01, 0x01, 0x45, 0x67,	/* SMRK v1 CREDITS 0x4567 */
+};
+
+static void make_lmsg(struct smr_lmsg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = SMR_LMSG_CREDITS;
+	m->credits = LMSG_CREDITS;
+}
+
+/* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
+static int lmsg_parse_exact(const uint8_t *bytes, size_t len, struct smr_lmsg *out)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	int ret;
+
+	if (!copy)
+		abort();
+	memcpy(copy, bytes, len);
+	ret = smr_lmsg_parse(copy, len, out);
+	free(copy);
+	return ret;
+}
+
+/* parse exactly SMR_LMSG_LEN bytes; @out must be untouched on failure */
+static int lmsg_err(const uint8_t *bytes)
+{
+	struct smr_lmsg out;
+	int err;
+
+	memset(&out, 0x5a, sizeof(out));
+	err = lmsg_parse_exact(bytes, SMR_LMSG_LEN, &out);
+	if (err && ((uint8_t *)&out)[0] != 0x5a)
+		return -1000;	/* written on failure */
+	return err;
+}
+
+TEST(lmsg_build_matches_golden_bytes)
+{
+	struct smr_lmsg m;
+	uint8_t buf[SMR_LMSG_LEN + 8];
+
+	memset(buf, 0xaa, sizeof(buf));
+	make_lmsg(&m);
+	smr_lmsg_build(&m, buf);
+	ASSERT_EQ(0, memcmp(buf, golden_lmsg, SMR_LMSG_LEN));
+	/* nothing written past the message */
+	for (size_t j = SMR_LMSG_LEN; j < sizeof(buf); j++) {
+		ASSERT_EQ(0xaa, buf[j]);
+	}
+}
+
+TEST(lmsg_parse_golden_bytes)
+{
+	struct smr_lmsg want, got;
+
+	make_lmsg(&want);
+	memset(&got, 0x5a, sizeof(got));
+	ASSERT_EQ(0, lmsg_parse_exact(golden_lmsg, sizeof(golden_lmsg), &got));
+	ASSERT_EQ(SMR_LMSG_CREDITS, got.type);
+	ASSERT_EQ(LMSG_CREDITS, got.credits);
+	/* parse zeroes padding: whole structs compare too */
+	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+}
+
+TEST(lmsg_truncated_every_length)
+{
+	for (size_t cut = 0; cut < SMR_LMSG_LEN; cut++) {
+		struct smr_lmsg out;
+		uint8_t bad[SMR_LMSG_LEN];
+
+		memset(&out, 0x5a, sizeof(out));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, lmsg_parse_exact(golden_lmsg, cut, &out))
+			TH_LOG("cut at %zu", cut);
+		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);	/* not written */
+		/* length is checked first: before magic, version and type */
+		memset(bad, 0, sizeof(bad));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, lmsg_parse_exact(bad, cut, &out));
+	}
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_lmsg_parse(NULL, 0, NULL));
+}
+
+TEST(lmsg_longer_buffer_ignores_tail)
+{
+	/* up to a whole CDC receive buffer, the tail any bytes at all */
+	uint8_t buf[SMR_CDC_MAX_LEN];
+	struct smr_lmsg want, got;
+
+	make_lmsg(&want);
+	for (size_t len = SMR_LMSG_LEN + 1; len <= sizeof(buf); len++) {
+		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+		memset(buf + SMR_LMSG_LEN, (int)len, len - SMR_LMSG_LEN);
+		memset(&got, 0x5a, sizeof(got));
+		ASSERT_EQ(0, lmsg_parse_exact(buf, len, &got)) TH_LOG("length %zu", len);
+		ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+	}
+	/* a CDC's header after it changes nothing */
+	memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+	memcpy(buf + SMR_LMSG_LEN, golden_cdc, SMR_CDC_LEN);
+	ASSERT_EQ(0, lmsg_parse_exact(buf, SMR_LMSG_LEN + SMR_CDC_LEN, &got));
+	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+}
+
+TEST(lmsg_fits_cdc_receive_buffer)
+{
+	uint8_t buf[SMR_CDC_MAX_LEN];
+	struct smr_cdc c;
+	struct smr_lmsg m;
+
+	ASSERT_LE(SMR_LMSG_LEN, SMR_CDC_MAX_LEN);
+	/* shorter than a CDC header: one never parses as the other */
+	ASSERT_LT(SMR_LMSG_LEN, SMR_CDC_LEN);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cdc_parse(buf, SMR_LMSG_LEN, &c));
+	ASSERT_EQ(-SMR_WIRE_EMAGIC, smr_cdc_parse(buf, sizeof(buf), &c));
+	memcpy(buf, golden_cdc, SMR_CDC_LEN);
+	ASSERT_EQ(-SMR_WIRE_EMAGIC, smr_lmsg_parse(buf, SMR_LMSG_LEN, &m));
+	ASSERT_EQ(-SMR_WIRE_EMAGIC, smr_lmsg_parse(buf, sizeof(buf), &m));
+}
+
+TEST(lmsg_magic_each_bit)
+{
+	for (int byte = 0; byte < 4; byte++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_LMSG_LEN];
+
+			memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+			buf[byte] ^= 1u << bit;
+			ASSERT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf))
+				TH_LOG("byte %d bit %d", byte, bit);
+		}
+	}
+}
+
+TEST(lmsg_other_magics)
+{
+	static const char *const magics[] = {
+		"SMRC",		/* a CDC's */
+		"SMRH",		/* a handshake message's */
+		"SMRL",		/* rdma_cm private data's */
+		"SMRT",		/* the handshake trailer */
+		"KRMS",		/* little-endian magic */
+		"smrk",
+	};
+	uint8_t buf[SMR_LMSG_LEN];
+
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+		memcpy(buf, magics[i], 4);
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf)) TH_LOG("%s", magics[i]);
+		/* magic before version and type */
+		buf[4] = 2;
+		buf[5] = 0;
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf)) TH_LOG("%s", magics[i]);
+	}
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf));
+}
+
+TEST(lmsg_version_not_1)
+{
+	for (unsigned int v = 0; v < 256; v++) {
+		uint8_t buf[SMR_LMSG_LEN];
+
+		if (v == SMR_LMSG_VERSION)
+			continue;
+		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+		buf[4] = v;
+		ASSERT_EQ(-SMR_WIRE_EVERSION, lmsg_err(buf)) TH_LOG("version %u", v);
+		/* version before type */
+		buf[5] = 0;
+		ASSERT_EQ(-SMR_WIRE_EVERSION, lmsg_err(buf));
+	}
+}
+
+TEST(lmsg_type_unknown)
+{
+	for (unsigned int t = 0; t < 256; t++) {
+		uint8_t buf[SMR_LMSG_LEN];
+		int err;
+
+		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+		buf[5] = t;
+		err = lmsg_err(buf);
+		if (t == SMR_LMSG_CREDITS) {
+			ASSERT_EQ(0, err);
+		} else {
+			ASSERT_EQ(-SMR_WIRE_ETYPE, err) TH_LOG("type %u", t);
+		}
+	}
+}
+
+TEST(lmsg_credits_every_value)
+{
+	/* at offset 6, big-endian; any value parses and is built back */
+	for (unsigned int credits = 0; credits <= 0xffff; credits++) {
+		uint8_t buf[SMR_LMSG_LEN], again[SMR_LMSG_LEN];
+		struct smr_lmsg m, out;
+
+		make_lmsg(&m);
+		m.credits = credits;
+		memset(buf, 0xa5, sizeof(buf));
+		smr_lmsg_build(&m, buf);
+		ASSERT_EQ(0, memcmp(buf, golden_lmsg, 6));
+		ASSERT_EQ(credits >> 8, buf[6]);
+		ASSERT_EQ(credits & 0xff, buf[7]);
+		memset(&out, 0x5a, sizeof(out));
+		ASSERT_EQ(0, lmsg_parse_exact(buf, SMR_LMSG_LEN, &out))
+			TH_LOG("credits %u", credits);
+		ASSERT_EQ(0, memcmp(&m, &out, sizeof(m)));
+		smr_lmsg_build(&out, again);
+		ASSERT_EQ(0, memcmp(buf, again, SMR_LMSG_LEN));
+	}
+}
+
+TEST(lmsg_every_single_bit_flip_classified)
+{
+	for (size_t off = 0; off < SMR_LMSG_LEN; off++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[SMR_LMSG_LEN], again[SMR_LMSG_LEN];
+			struct smr_lmsg out;
+			int err;
+
+			memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
+			buf[off] ^= 1u << bit;
+			err = lmsg_parse_exact(buf, SMR_LMSG_LEN, &out);
+			if (off < 4) {
+				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
+				continue;
+			}
+			if (off == 4) {
+				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
+				continue;
+			}
+			if (off == 5) {
+				ASSERT_EQ(-SMR_WIRE_ETYPE, err);
+				continue;
+			}
+			/* credits: a free field, built back as is */
+			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
+			smr_lmsg_build(&out, again);
+			ASSERT_EQ(0, memcmp(again, buf, SMR_LMSG_LEN));
+		}
+	}
+}
+
+/* ---- what a received SEND is ---- */
+
+/* smr_msg_kind() on a heap copy of exactly @len bytes */
+static enum smr_msg_kind kind_exact(const uint8_t *bytes, size_t len)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	enum smr_msg_kind kind;
+
+	if (!copy)
+		abort();
+	memcpy(copy, bytes, len);
+	kind = smr_msg_kind(copy, len);
+	free(copy);
+	return kind;
+}
+
+TEST(msg_kind_every_prefix_length)
+{
+	static const struct {
+		const uint8_t *bytes;
+		size_t len;
+		enum smr_msg_kind kind;
+	} msgs[] = {
+		{ golden_cdc, SMR_CDC_LEN, SMR_MSG_CDC },
+		{ golden_lmsg, SMR_LMSG_LEN, SMR_MSG_LINK },
+	};
+
+	for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+		/* the magic decides, once all of it is there */
+		for (size_t len = 0; len <= msgs[i].len; len++) {
+			ASSERT_EQ(len < 4 ? SMR_MSG_UNKNOWN : msgs[i].kind,
+				  kind_exact(msgs[i].bytes, len))
+				TH_LOG("message %zu length %zu", i, len);
+		}
+	}
+	ASSERT_EQ(SMR_MSG_UNKNOWN, smr_msg_kind(NULL, 0));
+	ASSERT_EQ(SMR_MSG_UNKNOWN, kind_exact((const uint8_t *)"SMR", 3));
+	ASSERT_EQ(SMR_MSG_CDC, kind_exact((const uint8_t *)"SMRC", 4));
+	ASSERT_EQ(SMR_MSG_LINK, kind_exact((const uint8_t *)"SMRK", 4));
+}
+
+TEST(msg_kind_only_the_magic)
+{
+	/* a malformed CDC or link message is still of its kind */
+	uint8_t buf[SMR_CDC_MAX_LEN];
+
+	memset(buf, 0xff, sizeof(buf));
+	memcpy(buf, "SMRC", 4);
+	ASSERT_EQ(SMR_MSG_CDC, kind_exact(buf, sizeof(buf)));
+	ASSERT_EQ(SMR_MSG_CDC, kind_exact(buf, 5));
+	memcpy(buf, "SMRK", 4);
+	ASSERT_EQ(SMR_MSG_LINK, kind_exact(buf, sizeof(buf)));
+	ASSERT_EQ(SMR_MSG_LINK, kind_exact(buf, 5));
+}
+
+TEST(msg_kind_other_bytes)
+{
+	static const char *const magics[] = {
+		"SMRH", "SMRL", "SMRT", "SMR1", "CRMS", "KRMS", "smrc", "smrk",
+		"\0\0\0\0", "\xff\xff\xff\xff",
+	};
+
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+		EXPECT_EQ(SMR_MSG_UNKNOWN, kind_exact((const uint8_t *)magics[i], 4))
+			TH_LOG("magic %zu", i);
+	}
+	for (size_t i = 0; i < NREFS; i++) {
+		EXPECT_EQ(SMR_MSG_UNKNOWN, kind_exact(refs[i].bytes, refs[i].len));
+	}
+	EXPECT_EQ(SMR_MSG_UNKNOWN, kind_exact(golden_cm_priv, SMR_CM_PRIV_LEN));
+}
+
+TEST(msg_kind_magic_each_bit)
+{
+	/*
+	 * Any one bit off makes a magic unknown, with one exception: "SMRC"
+	 * and "SMRK" differ in bit 3 of their last byte only.
+	 */
+	static const struct {
+		const uint8_t *bytes;
+		enum smr_msg_kind kind, other;
+	} msgs[] = {
+		{ golden_cdc, SMR_MSG_CDC, SMR_MSG_LINK },
+		{ golden_lmsg, SMR_MSG_LINK, SMR_MSG_CDC },
+	};
+
+	for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+		for (int byte = 0; byte < 4; byte++) {
+			for (int bit = 0; bit < 8; bit++) {
+				uint8_t buf[4];
+
+				memcpy(buf, msgs[i].bytes, 4);
+				buf[byte] ^= 1u << bit;
+				ASSERT_EQ(byte == 3 && bit == 3 ? msgs[i].other :
+					  SMR_MSG_UNKNOWN, kind_exact(buf, 4))
+					TH_LOG("message %zu byte %d bit %d", i, byte, bit);
+			}
+		}
+	}
+}
+
 /* ---- seed corpus for the fuzzer, from the same reference bytes ---- */
 
 static int write_seed(const char *dir, const char *name, const void *data,
@@ -1908,6 +2633,9 @@ static int write_seeds(const char *dir)
 	uint8_t synack[20] = { 254, 4, 0xf9, 0x89, 1, 1, 1, 1 };
 	uint8_t stream[SMR_HS_PROPOSAL_LEN + 5];
 	uint8_t cdc_long[SMR_CDC_LEN + 20];
+	uint8_t lmsg_long[SMR_CDC_MAX_LEN];
+	uint8_t cm_padded[56];	/* an IB connect request's private data */
+	uint8_t cm_v1_padded[56];
 	int err = 0;
 
 	memcpy(syn + 20, golden_offer, SMR_OPT_LEN);
@@ -1916,6 +2644,12 @@ static int write_seeds(const char *dir)
 	memcpy(stream + SMR_HS_PROPOSAL_LEN, "GET /", 5);
 	memcpy(cdc_long, golden_cdc, SMR_CDC_LEN);
 	memset(cdc_long + SMR_CDC_LEN, 0xee, sizeof(cdc_long) - SMR_CDC_LEN);
+	memset(lmsg_long, 0xee, sizeof(lmsg_long));
+	memcpy(lmsg_long, golden_lmsg, SMR_LMSG_LEN);
+	memset(cm_padded, 0, sizeof(cm_padded));
+	memcpy(cm_padded, golden_cm_priv, SMR_CM_PRIV_LEN);
+	memset(cm_v1_padded, 0, sizeof(cm_v1_padded));
+	memcpy(cm_v1_padded, cm_priv_v1, sizeof(cm_priv_v1));
 
 	for (size_t i = 0; i < NREFS; i++) {
 		char name[32];
@@ -1927,6 +2661,14 @@ static int write_seeds(const char *dir)
 	err |= write_seed(dir, "cdc", golden_cdc, sizeof(golden_cdc));
 	err |= write_seed(dir, "cdc-long", cdc_long, sizeof(cdc_long));
 	err |= write_seed(dir, "cdc-short", golden_cdc, SMR_CDC_LEN - 1);
+	err |= write_seed(dir, "lmsg", golden_lmsg, sizeof(golden_lmsg));
+	err |= write_seed(dir, "lmsg-in-cdc-buffer", lmsg_long, sizeof(lmsg_long));
+	err |= write_seed(dir, "lmsg-short", golden_lmsg, SMR_LMSG_LEN - 1);
+	err |= write_seed(dir, "cm-priv", golden_cm_priv, sizeof(golden_cm_priv));
+	err |= write_seed(dir, "cm-priv-padded", cm_padded, sizeof(cm_padded));
+	err |= write_seed(dir, "cm-priv-short", golden_cm_priv, SMR_CM_PRIV_LEN - 1);
+	err |= write_seed(dir, "cm-priv-v1", cm_priv_v1, sizeof(cm_priv_v1));
+	err |= write_seed(dir, "cm-priv-v1-padded", cm_v1_padded, sizeof(cm_v1_padded));
 	err |= write_seed(dir, "cursor-wrap", cursor_wrap, sizeof(cursor_wrap));
 	err |= write_seed(dir, "cursor-top", cursor_top, sizeof(cursor_top));
 	err |= write_seed(dir, "opt-syn-offer", syn, sizeof(syn));
