@@ -10,7 +10,7 @@
 #
 #   selftests/apps_test.sh        TAP 13 on stdout; exit 0 iff all pass
 #
-# Needs (build first, on this host): kernel/smr.ko (make), and
+# Needs (build first, on this host): smr.ko for the guests' kernel (make), and
 # build/scripts/libsmr-preload.so (make -C scripts).
 # Environment: SMR_APPS_IPERF_BYTES (64 MiB), SMR_APPS_COPY_BYTES (32 MiB),
 # SMR_APPS_REDIS_REQUESTS (10000), SMR_APPS_REDIS_CLIENTS (8),
@@ -41,7 +41,9 @@ echo "1..${#tests[@]}"
 
 # Without the pieces, every test fails with the reason (never a skip).
 missing=()
-[ -f "$repo/kernel/smr.ko" ] || missing+=("kernel/smr.ko (run make)")
+# vm-run --dry-run names the smr.ko built for the guests' kernel, or
+# says which make target builds it.
+dry=$("$repo/scripts/vm-run" --dry-run 2>&1) || missing+=("$dry")
 [ -f "$repo/build/scripts/libsmr-preload.so" ] ||
 	missing+=("build/scripts/libsmr-preload.so (run make -C scripts)")
 [ -x "$repo/scripts/vm-run" ] || missing+=("scripts/vm-run")
