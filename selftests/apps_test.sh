@@ -15,12 +15,15 @@
 # Environment: SMR_APPS_IPERF_BYTES (64 MiB), SMR_APPS_COPY_BYTES (32 MiB),
 # SMR_APPS_REDIS_REQUESTS (10000), SMR_APPS_REDIS_CLIENTS (8),
 # SMR_APPS_TIMEOUT (vm-run timeout in s, 900). The run directory (guest
-# consoles, outputs, counters) is build/apps-test/run.
+# consoles, outputs, counters) is build/apps-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/apps-test/run
-log=$repo/build/apps-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/apps-test/run$tag
+log=$repo/build/apps-test/vm-run$tag.log
 
 # ID|description, in TAP order. The last one is checked here on the host.
 tests=(

@@ -17,12 +17,15 @@
 # Needs smr.ko built for the guests' kernel (make) on this host; builds build/negot/ itself.
 # Environment: SMR_NEGOT_TIMEOUT (vm-run timeout in s, default 900). The
 # run directory (consoles, every connection's lines, the capture) is
-# build/negot-test/run.
+# build/negot-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/negot-test/run
-log=$repo/build/negot-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/negot-test/run$tag
+log=$repo/build/negot-test/vm-run$tag.log
 
 # ID|description, in TAP order. The last one is checked here on the host.
 tests=(

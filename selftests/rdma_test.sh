@@ -33,12 +33,15 @@
 #       smr.ko, e.g. a worktree of HEAD while kernel/ is mid-edit
 #   SMR_RDMA_TIMEOUT           vm-run timeout in s (default 900)
 # The run directory (consoles, every connection's lines) is
-# build/rdma-test/run.
+# build/rdma-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/rdma-test/run
-log=$repo/build/rdma-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/rdma-test/run$tag
+log=$repo/build/rdma-test/vm-run$tag.log
 vm_run=${SMR_RDMA_VM_RUN:-$repo/scripts/vm-run}
 expect=${SMR_EXPECT_MODE:-rdma}
 

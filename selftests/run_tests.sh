@@ -154,6 +154,8 @@ for i in "${!kernels[@]}"; do
 	k=${kernels[$i]}
 	at=
 	[ ${#kernels[@]} = 1 ] || at=@$k
+	# the two-guest suites keep each kernel's run directory
+	export SMR_TEST_RUN_TAG=${at#@}
 	kernel_ok=
 	for s in "${suites[@]}"; do
 		declare -F "suite_$s" >/dev/null || continue
