@@ -4,8 +4,17 @@
 #
 #   make               build kernel/smr.ko for the newest installed 6.12 kernel
 #   make KDIR=...      build against another kernel build directory
-#   make all-kernels   build for 6.12 and 6.1 (6.1 in build/kernels/)
+#   make module-old    smr.ko for Debian's 6.1 (build/kernels/RELEASE/)
+#   make module-rt     smr.ko for 6.12 PREEMPT_RT (build/kernels/RELEASE/)
+#   make modules-all   (or all-kernels) smr.ko for 6.12, 6.1 and rt
+#   make debug-kernel  build (about an hour) or reuse the debug kernel
+#                      (KASAN, UBSAN, kmemleak, lockdep: scripts/debug-kernel)
+#   make modules-debug smr.ko for the debug kernel (builds that if needed)
 #   make check         build everything and run the test suite in QEMU guests
+#   make check-debug   the whole suite on the debug kernel, 2 vCPUs a guest;
+#                      fails if the debug kernel is not built (make
+#                      debug-kernel), never runs on another kernel
+#   make check-kernels the api and rdma suites on 6.1 and on 6.12 PREEMPT_RT
 #   make demo          two guests, an unmodified app through smr_run
 #   make bench         tcp/smr/smc/verbs benchmark in two QEMU guests
 #                      (bench/README.md)
@@ -22,8 +31,9 @@ KVER_MAIN ?= 6.12
 KVER_OLD ?= 6.1
 KDIR ?= $(shell $(REPO)/scripts/kdir $(KVER_MAIN) 2>/dev/null)
 
-.PHONY: all modules deps all-kernels module-old user check selftests \
-	style sparse demo bench install clean
+.PHONY: all modules deps all-kernels modules-all module-old module-rt \
+	debug-kernel modules-debug user check check-debug check-kernels \
+	selftests style sparse demo bench install clean
 
 all: modules
 
@@ -39,7 +49,18 @@ modules: deps
 module-old: deps
 	@$(REPO)/scripts/build-copy $(KVER_OLD)
 
-all-kernels: modules module-old
+module-rt: deps
+	@$(REPO)/scripts/build-copy rt
+
+modules-all: modules module-old module-rt
+
+all-kernels: modules-all
+
+debug-kernel: deps
+	@$(REPO)/scripts/debug-kernel
+
+modules-debug: debug-kernel
+	@$(REPO)/scripts/build-copy debug
 
 user: deps
 	$(MAKE) -C $(REPO)/scripts
@@ -51,6 +72,18 @@ selftests: user
 
 check: modules user
 	@$(REPO)/selftests/run_tests.sh
+
+# An hour-long kernel build is never started implicitly: check-debug needs
+# make debug-kernel (or modules-debug) first.
+check-debug: modules user
+	@$(REPO)/scripts/debug-kernel --built >/dev/null || \
+		{ echo "check-debug: the debug kernel is not built: run make debug-kernel (about an hour)" >&2; exit 1; }
+	@$(REPO)/scripts/debug-kernel >/dev/null
+	@$(REPO)/scripts/build-copy debug
+	@SMR_VM_KERNEL=debug SMR_VM_SMP=2 $(REPO)/selftests/run_tests.sh
+
+check-kernels: module-old module-rt user
+	@SMR_TEST_KERNELS="$(KVER_OLD) rt" $(REPO)/selftests/run_tests.sh api rdma
 
 demo: modules user
 	@$(REPO)/scripts/demo

@@ -10,17 +10,20 @@
 #
 #   selftests/apps_test.sh        TAP 13 on stdout; exit 0 iff all pass
 #
-# Needs (build first, on this host): kernel/smr.ko (make), and
+# Needs (build first, on this host): smr.ko for the guests' kernel (make), and
 # build/scripts/libsmr-preload.so (make -C scripts).
 # Environment: SMR_APPS_IPERF_BYTES (64 MiB), SMR_APPS_COPY_BYTES (32 MiB),
 # SMR_APPS_REDIS_REQUESTS (10000), SMR_APPS_REDIS_CLIENTS (8),
 # SMR_APPS_TIMEOUT (vm-run timeout in s, 900). The run directory (guest
-# consoles, outputs, counters) is build/apps-test/run.
+# consoles, outputs, counters) is build/apps-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/apps-test/run
-log=$repo/build/apps-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/apps-test/run$tag
+log=$repo/build/apps-test/vm-run$tag.log
 
 # ID|description, in TAP order. The last one is checked here on the host.
 tests=(
@@ -41,7 +44,9 @@ echo "1..${#tests[@]}"
 
 # Without the pieces, every test fails with the reason (never a skip).
 missing=()
-[ -f "$repo/kernel/smr.ko" ] || missing+=("kernel/smr.ko (run make)")
+# vm-run --dry-run names the smr.ko built for the guests' kernel, or
+# says which make target builds it.
+dry=$("$repo/scripts/vm-run" --dry-run 2>&1) || missing+=("$dry")
 [ -f "$repo/build/scripts/libsmr-preload.so" ] ||
 	missing+=("build/scripts/libsmr-preload.so (run make -C scripts)")
 [ -x "$repo/scripts/vm-run" ] || missing+=("scripts/vm-run")

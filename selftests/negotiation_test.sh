@@ -14,15 +14,18 @@
 #
 #   selftests/negotiation_test.sh    TAP 13 on stdout; exit 0 iff all pass
 #
-# Needs kernel/smr.ko (make) on this host; builds build/negot/ itself.
+# Needs smr.ko built for the guests' kernel (make) on this host; builds build/negot/ itself.
 # Environment: SMR_NEGOT_TIMEOUT (vm-run timeout in s, default 900). The
 # run directory (consoles, every connection's lines, the capture) is
-# build/negot-test/run.
+# build/negot-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/negot-test/run
-log=$repo/build/negot-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/negot-test/run$tag
+log=$repo/build/negot-test/vm-run$tag.log
 
 # ID|description, in TAP order. The last one is checked here on the host.
 tests=(
@@ -57,7 +60,9 @@ echo "1..${#tests[@]}"
 
 # Without the pieces every test fails with the reason (never a skip).
 missing=()
-[ -f "$repo/kernel/smr.ko" ] || missing+=("kernel/smr.ko (run make)")
+# vm-run --dry-run names the smr.ko built for the guests' kernel, or
+# says which make target builds it.
+dry=$("$repo/scripts/vm-run" --dry-run 2>&1) || missing+=("$dry")
 [ -x "$repo/scripts/vm-run" ] || missing+=("scripts/vm-run")
 for p in tcpdump socat nft python3; do
 	command -v "$p" >/dev/null || missing+=("$p (run scripts/install-deps)")

@@ -5,7 +5,7 @@
 # every test passed.
 #
 #   preload_test.sh          in a guest with the smr module loaded (or
-#                            loadable from $SMR_REPO/kernel/smr.ko): converted
+#                            loadable from $SMR_KO, vm-run's): converted
 #                            sockets are SMR end to end, filters, flags, IPv6,
 #                            forking/threaded programs, fallback after rmmod
 #   preload_test.sh --host   without the module (build host): build, help,
@@ -349,7 +349,7 @@ t_host_ipv6_fallback() {
 t_module_loaded() {
 	local f=/sys/module/smr/parameters/family
 	if [ ! -r $f ]; then
-		insmod "$SMR_REPO/kernel/smr.ko" 2>&1 | diag
+		insmod "${SMR_KO:-$SMR_REPO/kernel/smr.ko}" 2>&1 | diag
 	fi
 	[ -x "$PROBE" ] && [ -f "$LIB" ] ||
 		{ echo "# $PROBE or $LIB missing: run make -C scripts first"; return 1; }
@@ -468,7 +468,7 @@ t_unloaded_fallback() {
 	fi
 	local rc=0
 	t_fallback_echo not_loaded || rc=1
-	insmod "$SMR_REPO/kernel/smr.ko" family="$FAM" 2>&1 | diag
+	insmod "${SMR_KO:-$SMR_REPO/kernel/smr.ko}" family="$FAM" 2>&1 | diag
 	[ "$(cat /sys/module/smr/parameters/family 2>/dev/null)" = "$FAM" ] ||
 		{ echo "# could not load the module again"; rc=1; }
 	return $rc

@@ -14,7 +14,8 @@
 #
 # Until the kernel has an RDMA data path, these tests fail (with the reason).
 #
-# Needs kernel/smr.ko (make) on this host; builds build/rdma/ itself.
+# Needs smr.ko built for the guests' kernel (make; see vm-run --kernel and
+# SMR_VM_KERNEL) on this host; builds build/rdma/ itself.
 # Environment:
 #   SMR_EXPECT_MODE=rdma|tcp   the mode every data connection must be in
 #       (default rdma). tcp checks the checker against a module without
@@ -29,17 +30,19 @@
 #       inline hostile usermem loss rmmod"); those left out report "not ok ... not run"
 #   SMR_RDMA_VM_RUN            the vm-run to boot with (default
 #       scripts/vm-run); another checkout's vm-run boots that checkout's
-#       kernel/smr.ko, e.g. a worktree of HEAD while kernel/ is mid-edit
+#       smr.ko, e.g. a worktree of HEAD while kernel/ is mid-edit
 #   SMR_RDMA_TIMEOUT           vm-run timeout in s (default 900)
 # The run directory (consoles, every connection's lines) is
-# build/rdma-test/run.
+# build/rdma-test/run,
+# run@KERNEL when run_tests.sh runs several kernels (SMR_TEST_KERNELS).
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-run=$repo/build/rdma-test/run
-log=$repo/build/rdma-test/vm-run.log
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+run=$repo/build/rdma-test/run$tag
+log=$repo/build/rdma-test/vm-run$tag.log
 vm_run=${SMR_RDMA_VM_RUN:-$repo/scripts/vm-run}
-ko=$(realpath -m "$(dirname "$vm_run")/../kernel/smr.ko")
 expect=${SMR_EXPECT_MODE:-rdma}
 
 # ID|description, in TAP order. The last one is checked here on the host.
@@ -62,8 +65,15 @@ echo "1..${#tests[@]}"
 
 # Without the pieces every test fails with the reason (never a skip).
 missing=()
-[ -f "$ko" ] || missing+=("$ko (run make)")
-[ -x "$vm_run" ] || missing+=("$vm_run")
+ko=
+# The smr.ko vm-run boots: the one built for the guests' kernel.
+if [ ! -x "$vm_run" ]; then
+	missing+=("$vm_run")
+elif ! dry=$("$vm_run" --dry-run 2>&1); then
+	missing+=("$dry")
+else
+	ko=$(sed -n 's/^smr_ko=//p' <<<"$dry")
+fi
 case $expect in
 rdma | tcp) ;;
 *) missing+=("a valid SMR_EXPECT_MODE (rdma or tcp, not '$expect')") ;;

@@ -11,6 +11,16 @@
 #
 #   selftests/run_tests.sh [SUITE...]     default: all suites, in order
 #   SMR_TEST_LIST=1 selftests/run_tests.sh   list the suites
+#
+# Guests: every guest suite boots the kernel SMR_VM_KERNEL names (vm-run
+# --kernel: 6.12 by default, 6.1, rt, debug or a release) with SMR_VM_SMP
+# vCPUs per guest, 2 unless set: races between softirq, workqueues and
+# syscalls need two CPUs to show. SMR_TEST_KERNELS="6.1 rt" runs the guest
+# suites once per kernel (named SUITE@KERNEL), host suites once. The kernel
+# each suite ran on is printed; a kernel that does not resolve (the debug
+# kernel not built) fails the run before anything boots, and never falls
+# back to another. On the debug kernel (KASAN and lockdep under TCG are
+# several times slower) the suites' vm-run timeouts default to an hour.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,23 +87,26 @@ vm() {
 	"$repo/scripts/vm-run" "$@"
 }
 
+# Suites that boot guests; the rest run on the build host.
+guest_suites=" vm_run api preload devices negotiation apps rdma "
+
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
-suite_vm_run() { run_suite vm_run 0 "$repo/selftests/vm_run_test.sh"; }
+suite_vm_run() { run_suite "vm_run$at" 0 "$repo/selftests/vm_run_test.sh"; }
 suite_api() {
-	run_suite api 1 vm --hosts 1 -- "$repo/build/selftests/smr_api"
+	run_suite "api$at" 1 vm --hosts 1 -- "$repo/build/selftests/smr_api"
 }
 suite_preload() {
-	run_suite preload 1 vm --hosts 1 -- "$repo/selftests/preload_test.sh"
+	run_suite "preload$at" 1 vm --hosts 1 -- "$repo/selftests/preload_test.sh"
 }
 suite_devices() {
-	run_suite devices 1 vm --hosts 1 -- "$repo/selftests/devices_test.sh"
+	run_suite "devices$at" 1 vm --hosts 1 -- "$repo/selftests/devices_test.sh"
 }
-suite_apps() { run_suite apps 0 "$repo/selftests/apps_test.sh"; }
+suite_apps() { run_suite "apps$at" 0 "$repo/selftests/apps_test.sh"; }
 suite_negotiation() {
-	run_suite negotiation 0 "$repo/selftests/negotiation_test.sh"
+	run_suite "negotiation$at" 0 "$repo/selftests/negotiation_test.sh"
 }
-suite_rdma() { run_suite rdma 0 "$repo/selftests/rdma_test.sh"; }
+suite_rdma() { run_suite "rdma$at" 0 "$repo/selftests/rdma_test.sh"; }
 
 all_suites=(build wire vm_run api preload devices negotiation apps rdma)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
@@ -103,18 +116,62 @@ fi
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=("${all_suites[@]}")
 
+export SMR_VM_SMP=${SMR_VM_SMP:-2}
+read -ra kernels <<<"${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-6.12}}"
+[ ${#kernels[@]} -gt 0 ] || kernels=(6.12)
+
+# Point the guest suites at kernel $1; prints which release and vCPUs.
+# Fails (and counts a failure) if the name does not resolve.
+use_kernel() {
+	local rel
+	export SMR_VM_KERNEL=$1
+	if ! rel=$("$repo/scripts/vm-run" --print-kernel 2>&1); then
+		echo "run_tests: kernel '$1' for the guests: $rel" >&2
+		failed=$((failed + 1))
+		failures+=("kernel $1")
+		return 1
+	fi
+	echo "=== guests: kernel $rel (--kernel $1), $SMR_VM_SMP vCPU(s) each"
+	case $rel in
+	*-smr-debug-*)
+		export SMR_VM_TIMEOUT=${SMR_VM_TIMEOUT:-3600}
+		export SMR_RDMA_TIMEOUT=${SMR_RDMA_TIMEOUT:-3600}
+		export SMR_NEGOT_TIMEOUT=${SMR_NEGOT_TIMEOUT:-3600}
+		export SMR_APPS_TIMEOUT=${SMR_APPS_TIMEOUT:-3600}
+		;;
+	esac
+}
+
 t0=$(date +%s)
 for s in "${suites[@]}"; do
 	if ! declare -F "suite_$s" >/dev/null; then
 		echo "run_tests: unknown suite '$s' (have: ${all_suites[*]})" >&2
 		failed=$((failed + 1))
-		continue
 	fi
-	"suite_$s"
+done
+# Host suites once, guest suites once per kernel, in the order given.
+for i in "${!kernels[@]}"; do
+	k=${kernels[$i]}
+	at=
+	[ ${#kernels[@]} = 1 ] || at=@$k
+	# the two-guest suites keep each kernel's run directory
+	export SMR_TEST_RUN_TAG=${at#@}
+	kernel_ok=
+	for s in "${suites[@]}"; do
+		declare -F "suite_$s" >/dev/null || continue
+		if [[ $guest_suites != *" $s "* ]]; then
+			[ "$i" = 0 ] && "suite_$s"
+			continue
+		fi
+		if [ -z "$kernel_ok" ]; then
+			if use_kernel "$k"; then kernel_ok=1; else kernel_ok=0; fi
+		fi
+		[ "$kernel_ok" = 1 ] && "suite_$s"
+	done
 done
 
 echo
-echo "test run took $(( $(date +%s) - t0 )) s; logs in ${logs#"$repo"/}/"
+echo "test run took $(( $(date +%s) - t0 )) s (guests: ${kernels[*]}, $SMR_VM_SMP vCPU(s)); logs in ${logs#"$repo"/}/"
 [ ${#failures[@]} -eq 0 ] || echo "failing suites: ${failures[*]}"
 line="$passed passed, $failed failed, $skipped skipped"
 echo "$line" >"$summary"

@@ -3,13 +3,16 @@
 #
 # Tests of scripts/vm-run itself (the QEMU guest runner). Prints TAP and
 # exits 0 only if every test passed. Six guest boots (about 2-3 minutes
-# under TCG).
+# under TCG), a seventh on the debug kernel if it is built; kernel names,
+# module choice, splat patterns and the kmemleak filter are checked without
+# booting (--print-kernel, --dry-run in a scratch checkout with stand-in
+# modules).
 #
 #   selftests/vm_run_test.sh
 #
-# Uses kernel/smr.ko when it has been built (make at the repo root), so the
-# insmod/rmmod path is covered too; without it the guests run --no-smr.
-# SMR_VM_TEST_NO_SMR=1 forces --no-smr.
+# Uses the smr.ko built for the guests' kernel (SMR_VM_KERNEL) when there is
+# one, so the insmod/rmmod path is covered too; without it the guests run
+# --no-smr. SMR_VM_TEST_NO_SMR=1 forces --no-smr.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
@@ -20,7 +23,7 @@ mkdir -p "$repo/build/vm"
 tmp=$(mktemp -d "$repo/build/vm/selftest.XXXXXX")
 
 smr_opts=()
-if [ "${SMR_VM_TEST_NO_SMR:-0}" = 1 ] || [ ! -f "$repo/kernel/smr.ko" ]; then
+if [ "${SMR_VM_TEST_NO_SMR:-0}" = 1 ] || ! "$vm_run" --dry-run >/dev/null 2>&1; then
 	smr_opts=(--no-smr)
 fi
 
@@ -67,8 +70,142 @@ smr_guest_ok() {
 }
 
 echo "TAP version 13"
-echo "1..28"
-[ ${#smr_opts[@]} -eq 0 ] || echo "# kernel/smr.ko not used: guests run ${smr_opts[*]}"
+echo "1..57"
+[ ${#smr_opts[@]} -eq 0 ] || echo "# no smr.ko for the guests' kernel: guests run ${smr_opts[*]}"
+
+# --- kernel names (no boot): scripts/kernel-release through vm-run
+# The newest release with an image in /boot or /lib/modules matching ERE
+# $1 and not ERE $2.
+smr_newest() {
+	{
+		find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//'
+		find /lib/modules/ -mindepth 2 -maxdepth 2 -name vmlinuz -printf '%h\n' | sed 's|.*/||'
+	} | grep -E -- "$1" | grep -vE -- "${2:-^$}" | sort -uV | tail -n 1
+}
+# smr_kernel_is EXPECTED ARGS...: vm-run ARGS --print-kernel prints EXPECTED.
+# shellcheck disable=SC2317 # called through smr_check
+smr_kernel_is() {
+	local want=$1 got
+	shift
+	got=$("$vm_run" "$@" --print-kernel 2>&1) || { echo "# $*: $got"; return 1; }
+	[ -n "$want" ] && [ "$got" = "$want" ]
+}
+k612=$(smr_newest '^6\.12[.-]' '-(rt|cloud|smr-debug)-')
+k61=$(smr_newest '^6\.1[.-]')
+krt=$(smr_newest '^6\.12[.-].*-rt-amd64$')
+echo "# installed: 6.12 ${k612:-none}, 6.1 ${k61:-none}, rt ${krt:-none}"
+smr_check "--kernel 6.12 is the newest generic 6.12 ($k612), never rt or debug" \
+	smr_kernel_is "$k612" --kernel 6.12
+[ "$(env -u SMR_VM_KERNEL "$vm_run" --print-kernel 2>/dev/null)" = "$k612" ]
+smr_tap $? "without --kernel or SMR_VM_KERNEL the guests boot 6.12"
+smr_check "--kernel 6.1 is Debian's 6.1 ($k61)" smr_kernel_is "$k61" --kernel 6.1
+smr_check "--kernel rt is the 6.12 PREEMPT_RT kernel ($krt)" smr_kernel_is "$krt" --kernel rt
+smr_check "a full release names itself" smr_kernel_is "$k61" --kernel "$k61"
+[ -n "$krt" ] && [ "$(SMR_VM_KERNEL=rt "$vm_run" --print-kernel 2>/dev/null)" = "$krt" ] &&
+	[ "$(SMR_VM_KERNEL=rt "$vm_run" --kernel 6.1 --print-kernel 2>/dev/null)" = "$k61" ]
+smr_tap $? "SMR_VM_KERNEL sets the default, --kernel overrides it"
+SMR_KERNEL_CACHE=$tmp/no-kernels "$vm_run" --kernel debug --print-kernel >/dev/null 2>"$tmp/debug.err"
+rc=$?
+[ "$rc" = 2 ] && grep -q 'debug kernel is not built: run make debug-kernel' "$tmp/debug.err"
+smr_tap $? "--kernel debug without a built debug kernel fails (status 2), says make debug-kernel"
+"$vm_run" --kernel 2.6 --print-kernel >/dev/null 2>&1
+smr_tap $((! ($? == 2))) "a kernel that is not installed is rejected with status 2"
+
+# --- module choice (no boot): a scratch checkout with stand-in modules
+# whose only content is a vermagic
+fake=$tmp/fake
+mkdir -p "$fake/scripts" "$fake/kernel"
+cp "$repo"/scripts/{vm-run,kernel-release,debug-kernel} "$fake/scripts/"
+# smr_fake_ko PATH RELEASE: an ELF object that modinfo finds RELEASE's
+# vermagic in.
+smr_fake_ko() {
+	mkdir -p "$(dirname "$1")"
+	printf 'vermagic=%s SMP mod_unload modversions \0name=smr\0' "$2" >"$tmp/modinfo.bin"
+	echo 'int smr_fake;' | gcc -c -x c - -o "$tmp/fake.o" &&
+		objcopy --add-section .modinfo="$tmp/modinfo.bin" "$tmp/fake.o" "$1"
+}
+# smr_ko_is EXPECTED ARGS...: the scratch vm-run ARGS --dry-run picks EXPECTED.
+# shellcheck disable=SC2317 # called through smr_check
+smr_ko_is() {
+	local want=$1 got
+	shift
+	got=$("$fake/scripts/vm-run" "$@" --dry-run 2>&1 | sed -n 's/^smr_ko=//p')
+	[ "$got" = "$want" ]
+}
+smr_fake_ko "$fake/kernel/smr.ko" "$k612"
+smr_check "kernel/smr.ko is used when built for the guests' kernel" \
+	smr_ko_is "$fake/kernel/smr.ko" --kernel 6.12
+"$fake/scripts/vm-run" --kernel 6.1 --dry-run >/dev/null 2>"$tmp/noko.err"
+rc=$?
+[ "$rc" = 2 ] && grep -qF "no smr.ko built for kernel $k61 (kernel/smr.ko: built for $k612;" "$tmp/noko.err" &&
+	grep -qF "run 'make module-old' first" "$tmp/noko.err"
+smr_tap $? "no smr.ko for 6.1: status 2, says what kernel/smr.ko is for and to run make module-old"
+"$fake/scripts/vm-run" --kernel rt --dry-run >/dev/null 2>"$tmp/noko-rt.err"
+grep -qF "run 'make module-rt' first" "$tmp/noko-rt.err"
+smr_tap $? "no smr.ko for rt: says to run make module-rt"
+smr_fake_ko "$fake/build/kernels/$k61/kernel/smr.ko" "$k61"
+smr_check "else build/kernels/RELEASE/kernel/smr.ko (scripts/build-copy's) is used" \
+	smr_ko_is "$fake/build/kernels/$k61/kernel/smr.ko" --kernel 6.1
+smr_fake_ko "$fake/build/kernels/$krt/kernel/smr.ko" "$k61"
+"$fake/scripts/vm-run" --kernel rt --dry-run >/dev/null 2>&1
+smr_tap $((! ($? == 2))) "a module in build/kernels/RELEASE built for another kernel is refused"
+smr_check "--no-smr needs no module" smr_ko_is "" --kernel rt --no-smr
+smr_fake_ko "$fake/kernel/smr.ko" "$k61"
+smr_check "kernel/smr.ko comes first when it matches" \
+	smr_ko_is "$fake/kernel/smr.ko" --kernel 6.1
+"$fake/scripts/vm-run" --kernel 6.12 --dry-run >/dev/null 2>"$tmp/noko612.err"
+grep -qF "run 'make' first" "$tmp/noko612.err"
+smr_tap $? "no smr.ko for 6.12: says to run make"
+"$vm_run" --dry-run --no-smr >"$tmp/dry.out" 2>&1
+grep -q '^append=.*panic_on_warn=1' "$tmp/dry.out" &&
+	grep -q '^append=.*sysctl.kernel.hung_task_timeout_secs=60' "$tmp/dry.out" &&
+	grep -q '^append=.*watchdog_thresh=30' "$tmp/dry.out"
+smr_tap $? "guests boot with panic_on_warn=1 and 60 s hung task and soft lockup limits"
+
+# --- splats (no boot): vm-run's regex knows every debug option's report
+smr_splat_re=$(sed -n "s/^smr_splat_re+\{0,1\}='\(.*\)'$/\1/p" "$vm_run" | paste -sd '')
+smr_splats_ok=0
+while IFS= read -r line; do
+	grep -qE "$smr_splat_re" <<<"$line" || { echo "# not matched: $line"; smr_splats_ok=1; }
+done <<'EOF'
+[   12.3] BUG: KASAN: slab-use-after-free in smr_tx_push+0x12/0x40 [smr]
+[   12.3] UBSAN: array-index-out-of-bounds in net/smr/rx.c:10:5
+[   12.3] WARNING: possible circular locking dependency detected
+[   12.3] WARNING: inconsistent lock state
+[   12.3] BUG: sleeping function called from invalid context at mm/slab.c:1
+[   12.3] ODEBUG: free active (active state 0) object: 000000 object type: timer_list hint: smr_timer+0x0/0x10 [smr]
+[   12.3] list_add corruption. prev->next should be next (ffff), but was 0000. (prev=ffff).
+[   12.3] list_del corruption, ffff->next is LIST_POISON1 (dead000000000100)
+[   12.3] INFO: task kworker/0:1:12 blocked for more than 60 seconds.
+[   12.3] watchdog: BUG: soft lockup - CPU#1 stuck for 61s! [smr_stream:99]
+[   12.3] rcu: INFO: rcu_preempt self-detected stall on CPU
+[   12.3] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+EOF
+smr_tap "$smr_splats_ok" "the splat regex matches KASAN, UBSAN, lockdep, ODEBUG, list corruption, hung tasks, lockups, RCU stalls"
+
+# --- kmemleak (no boot): reports of the known leaks of other drivers are
+# dropped, every other one is kept
+eval "$(sed -n '/^smr_kmemleak_unknown() {/,/^}/p' "$repo/scripts/vm-guest-init")"
+cat >"$tmp/kmemleak.txt" <<'EOF'
+unreferenced object 0xffff888001 (size 64):
+  comm "swapper/0", pid 1, jiffies 4294
+  backtrace (crc 0):
+    kmalloc_trace+0x1/0x2
+    other_driver_init+0x10/0x20
+unreferenced object 0xffff888002 (size 32):
+  comm "insmod", pid 99, jiffies 4295
+  backtrace (crc 0):
+    smr_link_alloc+0x10/0x20 [smr]
+EOF
+# shellcheck disable=SC2034 # read by smr_kmemleak_unknown
+smr_kmemleak_known=('other_driver_init\+')
+[ "$(smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -c '^unreferenced')" = 1 ] &&
+	smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -q 'smr_link_alloc'
+smr_tap $? "kmemleak: a known report is dropped, the rest kept"
+# shellcheck disable=SC2034 # read by smr_kmemleak_unknown
+smr_kmemleak_known=()
+[ "$(smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -c '^unreferenced')" = 2 ]
+smr_tap $? "kmemleak: with no known leaks every report counts"
 
 # --- argument errors never boot anything
 "$vm_run" --hosts 3 -- true >/dev/null 2>&1
@@ -147,6 +284,17 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 	ibv_rc_pingpong -d rxe0 -g "${gid##*/}" -n 50 -s 4096 -c "$SMR_PEER_ADDR" && { echo "check rdma ok"; break; }
 	sleep 1
 done
+# Freeze B: it goes silent; thaw it: it answers again; freeze it once more
+# and end: vm-run must thaw it so that it shuts down in order.
+if "$SMR_REPO/scripts/vm-ctl" freeze b; then
+	[ -e "$SMR_VM_CTL/frozen-b" ] && echo "check freeze-ack ok"
+	busybox ping -c 3 -W 1 "$SMR_PEER_ADDR" >/dev/null 2>&1 || echo "check frozen-silent ok"
+	"$SMR_REPO/scripts/vm-ctl" thaw b && [ ! -e "$SMR_VM_CTL/frozen-b" ] && echo "check thaw-ack ok"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		busybox ping -c 1 -W 1 "$SMR_PEER_ADDR" >/dev/null 2>&1 && { echo "check thawed-answers ok"; break; }
+	done
+	"$SMR_REPO/scripts/vm-ctl" freeze b && echo "check refreeze ok"
+fi
 EOF
 # shellcheck disable=SC2016 # $$ and $SMR_VM_OUT are B's
 smr_vm two "${smr_opts[@]}" --hosts 2 --b 'echo $$ >"$SMR_VM_OUT/pid"; bash '"$tmp/host-b.sh" \
@@ -168,6 +316,14 @@ smr_check "RC transfer with data check from A to B over rxe" smr_guest_ok two rd
 smr_check "B's side of the transfer succeeded" \
 	grep -qx 0 "$tmp/two.run/out/b/pingpong-status"
 smr_check "B's output reaches stdout prefixed [B]" grep -qx '\[B\] B is up' "$tmp/two.out"
+smr_check "vm-ctl freeze b: vm-run pauses B and acknowledges (frozen-b)" smr_guest_ok two freeze-ack
+smr_check "a frozen B does not answer ping" smr_guest_ok two frozen-silent
+smr_check "vm-ctl thaw b: acknowledged, frozen-b gone" smr_guest_ok two thaw-ack
+smr_check "a thawed B answers ping again" smr_guest_ok two thawed-answers
+smr_check "B still frozen when A ends is thawed by vm-run" \
+	grep -q 'host B was still frozen: thawing it' "$tmp/two.err"
+smr_check "the thawed B shut down in order (no splat, done)" \
+	grep -qx 'done=1' "$tmp/two.run/ctl/b.result"
 
 # --- a crash on host B fails the run and names host B
 smr_vm crash "${smr_opts[@]}" --hosts 2 --b 'sleep 1; echo c >/proc/sysrq-trigger' -- \
@@ -179,6 +335,25 @@ smr_check "the report names host B and shows its panic" \
 # machine where B died before A's command began, never started it).
 smr_check "host A was stopped once B went down" \
 	grep -qE "A.s command was stopped|before A.s command started" "$tmp/crash.err"
+
+# --- kmemleak on the debug kernel: the boot's reports are gone when the
+# command starts
+if "$vm_run" --kernel debug --print-kernel >/dev/null 2>&1; then
+	# shellcheck disable=SC2016 # the guest's variables
+	smr_vm kmemleak --kernel debug --no-smr -- 'k=/sys/kernel/debug/kmemleak
+		[ -w $k ] && echo "check kmemleak-on ok"
+		echo scan >$k
+		if [ -z "$(cat $k)" ]; then echo "check kmemleak-clear ok"; else cat $k; fi'
+	smr_tap "$(smr_rc kmemleak)" "a --no-smr run on the debug kernel passes (no kmemleak report after the command)"
+	smr_check "the debug kernel has kmemleak" smr_guest_ok kmemleak kmemleak-on
+	smr_check "kmemleak has no report when the command starts (cleared)" smr_guest_ok kmemleak kmemleak-clear
+else
+	for d in "a --no-smr run on the debug kernel passes" "the debug kernel has kmemleak" \
+		"kmemleak has no report when the command starts"; do
+		test_num=$((test_num + 1))
+		echo "ok $test_num - $d # SKIP the debug kernel is not built (make debug-kernel)"
+	done
+fi
 
 # --- timeout
 smr_vm timeout "${smr_opts[@]}" --timeout 40 -- 'sleep 600'

@@ -9,8 +9,9 @@
 RDMA_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RDMA_TOP=$(cd "$RDMA_DIR/../.." && pwd)
 RDMA_STREAM=$RDMA_TOP/build/rdma/smr_stream
-# The module the guest booted with (vm-guest-init insmods this file).
-RDMA_KO=$SMR_REPO/kernel/smr.ko
+# The module the guest booted with (vm-guest-init insmods $SMR_KO, the one
+# built for the kernel the guest runs; an older vm-run sets no SMR_KO).
+RDMA_KO=${SMR_KO:-$SMR_REPO/kernel/smr.ko}
 # Host B's control service (plain TCP, never SMR).
 RDMA_CTL_PORT=7100
 RDMA_STATS=/proc/net/smr/stats
