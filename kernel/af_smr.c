@@ -112,6 +112,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	INIT_LIST_HEAD(&smr->accept_pending);
 	INIT_LIST_HEAD(&smr->accept_ready);
 	spin_lock_init(&smr->accept_lock);
+	mutex_init(&smr->pull_mutex);
 	INIT_WORK(&smr->accept_work, smr_accept_work);
 	/* SOL_SOCKET options reach smr_setsockopt() to go to both socks */
 	if (sock)
@@ -167,6 +168,13 @@ static void smr_child_free_later(struct smr_sock *child)
 	queue_work(smr_wq, &child->accept_work);
 }
 
+/*
+ * The listener stops (close, shutdown(SHUT_RD), TCP closed it): free every
+ * child it still owns. Once @accept_closing is set no new child joins the
+ * lists; taking @pull_mutex once waits for a pull that took a child off the
+ * inner queue before that and is still setting it up (it frees the child
+ * itself or has listed it by the time it lets go). Process context.
+ */
 void smr_listener_stop(struct smr_sock *lsmr)
 {
 	struct smr_sock *child, *tmp;
@@ -174,10 +182,15 @@ void smr_listener_stop(struct smr_sock *lsmr)
 
 	spin_lock_bh(&lsmr->accept_lock);
 	lsmr->accept_closing = true;
+	spin_unlock_bh(&lsmr->accept_lock);
+	mutex_lock(&lsmr->pull_mutex);
+	mutex_unlock(&lsmr->pull_mutex);
+
+	spin_lock_bh(&lsmr->accept_lock);
 	list_splice_init(&lsmr->accept_ready, &children);
 	list_splice_init(&lsmr->accept_pending, &children);
 	lsmr->accept_count = 0;
-	smr_listener_set_inner_backlog(lsmr);	/* unplugs */
+	smr_listener_set_inner_backlog(lsmr);	/* no phantoms left */
 	spin_unlock_bh(&lsmr->accept_lock);
 	if (cancel_work_sync(&lsmr->accept_work))
 		sock_put(&lsmr->sk);
@@ -322,51 +335,53 @@ static int smr_listen(struct socket *sock, int backlog)
 	err = tcp->ops->listen(tcp, backlog);
 	if (err)
 		return err;
+	mutex_lock(&smr->pull_mutex);
 	spin_lock_bh(&smr->accept_lock);
-	smr->accept_backlog = max(backlog, 0);
 	smr->accept_closing = false;	/* listening again after shutdown */
 	smr_listener_set_inner_backlog(smr);
 	spin_unlock_bh(&smr->accept_lock);
+	mutex_unlock(&smr->pull_mutex);
 	if (READ_ONCE(smr->sk.sk_state) != TCP_LISTEN) {
 		smr_tcp_hook_listener(smr);
 		WRITE_ONCE(smr->sk.sk_state, TCP_LISTEN);
 		smr_stat_inc(sock_net(sock->sk), SMR_STAT_LISTENS);
 	}
 	/* connections may have queued before the hook went in */
-	if (queue_work(smr_wq, &smr->accept_work))
-		sock_hold(&smr->sk);
+	smr_sock_queue_work(&smr->sk, &smr->accept_work);
 	return 0;
 }
 
 /*
- * TCP lets a listener hold backlog + 1 established connections and drops
- * SYNs beyond that. SMR takes every connection off the inner queue at once
- * (a client's connect() needs the server side of the handshake), so it sets
- * the inner limit to what is left of the backlog, and once it holds
- * backlog + 1 itself it makes the inner queue look full by counting one
- * phantom entry in it, under the queue's own lock as TCP counts its own.
- * The phantom is removed before TCP ever stops that listener.
- * Caller holds lsmr->accept_lock.
+ * TCP lets a listener hold backlog + 1 established connections: beyond
+ * that it drops the handshake's last ACK (the client retransmits until
+ * accept() makes room), and it sends SYN cookies once its SYN queue passes
+ * the backlog. SMR takes every connection off the inner queue at once (a
+ * client's connect() needs the server side of the handshake), so the
+ * connections it holds count in the inner queue as phantom entries, added
+ * under the queue's own lock as TCP counts its own: TCP then applies its
+ * exact rules to the whole, and its backlog (SYN queue, cookies) stays as
+ * listen() set it. Phantoms are removed before TCP ever stops the listener
+ * (which expects an empty count). Caller holds lsmr->accept_lock.
  */
 static void smr_listener_set_inner_backlog(struct smr_sock *lsmr)
 {
 	struct sock *tsk = lsmr->tcp->sk;
 	struct request_sock_queue *queue = &inet_csk(tsk)->icsk_accept_queue;
-	unsigned int held = lsmr->accept_count;
-	unsigned int backlog = lsmr->accept_backlog;
-	bool plug = held > backlog && !lsmr->accept_closing;
+	unsigned int want = lsmr->accept_closing ? 0 : lsmr->accept_count;
 
-	WRITE_ONCE(tsk->sk_max_ack_backlog,
-		   held < backlog ? backlog - held : 0);
-	if (plug == lsmr->accept_plugged)
+	lockdep_assert_held(&lsmr->accept_lock);
+	if (want == lsmr->accept_phantoms)
 		return;
 	spin_lock(&queue->rskq_lock);
-	if (plug)
+	while (lsmr->accept_phantoms < want) {
 		sk_acceptq_added(tsk);
-	else
+		lsmr->accept_phantoms++;
+	}
+	while (lsmr->accept_phantoms > want) {
 		sk_acceptq_removed(tsk);
+		lsmr->accept_phantoms--;
+	}
 	spin_unlock(&queue->rskq_lock);
-	lsmr->accept_plugged = plug;
 }
 
 /* A child's mode is settled: hand it to accept(). */
@@ -399,8 +414,7 @@ void smr_child_aborted(struct smr_sock *child)
 	/* freeing waits for the handshake work, which is running us */
 	if (mine) {
 		sock_hold(&child->sk);
-		if (queue_work(smr_wq, &lsmr->accept_work))
-			sock_hold(&lsmr->sk);
+		smr_sock_queue_work(&lsmr->sk, &lsmr->accept_work);
 		smr_child_free_later(child);
 	}
 }
@@ -428,16 +442,20 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 /*
  * Take one connection from the inner TCP accept queue into negotiation (or
  * straight to the ready list when there is nothing to negotiate). Returns
- * false when there was none, or the listener is going away.
+ * false when there was none, or the listener is going away. Caller holds
+ * @pull_mutex: the listener's stop waits for the child to be listed (or
+ * freed here) before it frees what is listed.
  */
-static bool smr_listener_pull_one(struct smr_sock *lsmr)
+static bool smr_listener_pull_one_locked(struct smr_sock *lsmr)
 {
 	enum smr_negot_result res;
 	struct socket *newtcp;
 	struct smr_sock *child;
 	struct smr_tuple t;
 
+	lockdep_assert_held(&lsmr->pull_mutex);
 	if (READ_ONCE(lsmr->sk.sk_state) != TCP_LISTEN ||
+	    READ_ONCE(lsmr->accept_closing) ||
 	    kernel_accept(lsmr->tcp, &newtcp, O_NONBLOCK))
 		return false;
 	child = smr_child_new(lsmr, newtcp);
@@ -476,6 +494,16 @@ static bool smr_listener_pull_one(struct smr_sock *lsmr)
 	release_sock(&child->sk);
 	smr_child_decided(child);
 	return true;
+}
+
+static bool smr_listener_pull_one(struct smr_sock *lsmr)
+{
+	bool pulled;
+
+	mutex_lock(&lsmr->pull_mutex);
+	pulled = smr_listener_pull_one_locked(lsmr);
+	mutex_unlock(&lsmr->pull_mutex);
+	return pulled;
 }
 
 /* Negotiate every established connection ahead of accept(). */
@@ -539,8 +567,7 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 		return err;
 
 	/* room for one more: pull the next one from the inner queue */
-	if (queue_work(smr_wq, &lsmr->accept_work))
-		sock_hold(lsk);
+	smr_sock_queue_work(lsk, &lsmr->accept_work);
 
 	sock_graft(&child->sk, newsock);
 	smr_want_sol_socket(newsock);
@@ -742,39 +769,11 @@ static int smr_info_get(struct smr_sock *smr, char __user *optval,
 	return 0;
 }
 
-/*
- * A listener's TCP_INFO reports its accept queue (tcpi_unacked) and backlog
- * (tcpi_sacked). SMR holds part of the queue itself and narrows the inner
- * backlog to match, so report the listener as a whole.
- */
-static int smr_listener_fix_tcp_info(struct smr_sock *lsmr,
-				     char __user *optval, int __user *optlen)
-{
-	struct tcp_info ti;
-	int len;
-
-	if (get_user(len, optlen))
-		return -EFAULT;
-	len = min_t(int, len, sizeof(ti));
-	if (len < offsetofend(struct tcp_info, tcpi_sacked))
-		return 0;
-	if (copy_from_user(&ti, optval, len))
-		return -EFAULT;
-	spin_lock_bh(&lsmr->accept_lock);
-	ti.tcpi_unacked += lsmr->accept_count - lsmr->accept_plugged;
-	ti.tcpi_sacked = lsmr->accept_backlog;
-	spin_unlock_bh(&lsmr->accept_lock);
-	if (copy_to_user(optval, &ti, len))
-		return -EFAULT;
-	return 0;
-}
-
 static int smr_getsockopt(struct socket *sock, int level, int optname,
 			  char __user *optval, int __user *optlen)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
-	int err;
 
 	if (level == SOL_SMR) {
 		if (optname == SMR_INFO)
@@ -783,11 +782,11 @@ static int smr_getsockopt(struct socket *sock, int level, int optname,
 	}
 	if (!tcp->ops->getsockopt)
 		return -EOPNOTSUPP;
-	err = tcp->ops->getsockopt(tcp, level, optname, optval, optlen);
-	if (!err && level == SOL_TCP && optname == TCP_INFO &&
-	    READ_ONCE(smr->sk.sk_state) == TCP_LISTEN)
-		err = smr_listener_fix_tcp_info(smr, optval, optlen);
-	return err;
+	/*
+	 * A listener's TCP_INFO (accept queue, backlog) is the whole: SMR's
+	 * held connections count in the inner queue as phantoms.
+	 */
+	return tcp->ops->getsockopt(tcp, level, optname, optval, optlen);
 }
 
 static void smr_count_bytes(struct smr_sock *smr, int ret, bool sent)

@@ -15,7 +15,12 @@
  * application closed; its RMB and send buffer return to the link's pool
  * only when both finals are exchanged (then the peer can no longer write
  * into our RMB) or the link is gone. Until then the sock stays alive, held
- * by the connection (@holds_sock), without a file.
+ * by the connection (@holds_sock), without a file. An orphan (closed here)
+ * whose peer does not send its final within net.smr.orphan_timeout_ms (the
+ * peer's application keeps its socket open, as TCP's FIN_WAIT2 orphans)
+ * resets and lets go; one whose own final cannot leave either within a
+ * second period takes its link down (a peer that returns no credits or
+ * completions is broken, and the link is only shared with that peer).
  *
  * Locking and lifetimes
  * ---------------------
@@ -43,6 +48,10 @@ static void smr_conn_tcp_err_expired(struct timer_list *t)
 	sock_put(&smr->sk);	/* the timer's reference */
 }
 
+int smr_orphan_timeout_ms = 60000;
+
+static void smr_conn_orphan_expired(struct timer_list *t);
+
 void smr_conn_init(struct smr_sock *smr)
 {
 	spin_lock_init(&smr->conn.lock);
@@ -50,13 +59,29 @@ void smr_conn_init(struct smr_sock *smr)
 	INIT_LIST_HEAD(&smr->conn.wait_node);
 	timer_setup(&smr->conn.cork_timer, smr_tx_cork_expired, 0);
 	timer_setup(&smr->conn.tcp_err_timer, smr_conn_tcp_err_expired, 0);
+	timer_setup(&smr->conn.orphan_timer, smr_conn_orphan_expired, 0);
 }
 
-/* The sock is going away: no timer may run on it afterwards. */
+/*
+ * The file goes: no cork or inner-TCP timer may run on the sock afterwards.
+ * The orphan timer is not stopped here: it guards the connection that
+ * outlives the file, holds a sock reference while armed, and is stopped
+ * when the connection lets go (smr_conn_put_hold()).
+ */
 void smr_conn_stop_timers(struct smr_sock *smr)
 {
 	sk_stop_timer_sync(&smr->sk, &smr->conn.cork_timer);
 	sk_stop_timer_sync(&smr->sk, &smr->conn.tcp_err_timer);
+}
+
+/*
+ * The connection let go of its sock (smr_conn_done_locked() said so, or
+ * the link went): the orphan timer has nothing left to guard. Any context.
+ */
+void smr_conn_put_hold(struct smr_sock *smr)
+{
+	sk_stop_timer(&smr->sk, &smr->conn.orphan_timer);
+	sock_put(&smr->sk);	/* the connection's hold */
 }
 
 /*
@@ -138,6 +163,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	conn->rmb = rmb;
 	conn->sndbuf = sndbuf;
 	conn->user_charged = rmb->size + sndbuf->size;
+	conn->charged_uid = smr->sk.sk_uid;
 	spin_unlock_bh(&conn->lock);
 	/* the device may have lowered the size we planned to announce */
 	smr->local_rmb_size = rmb->size;
@@ -186,6 +212,7 @@ static void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 			  struct smr_buf **rmb, struct smr_buf **sndbuf)
 {
 	struct smr_conn *conn = &smr->conn;
+	kuid_t uid;
 	long charged;
 
 	spin_lock_bh(&conn->lock);
@@ -193,6 +220,7 @@ static void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	*rmb = conn->rmb;
 	*sndbuf = conn->sndbuf;
 	charged = conn->user_charged;
+	uid = conn->charged_uid;
 	conn->link = NULL;
 	conn->rmb = NULL;
 	conn->sndbuf = NULL;
@@ -200,7 +228,7 @@ static void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	spin_unlock_bh(&conn->lock);
 	/* the user's charge ends with the connection's hold on the buffers */
 	if (charged)
-		smr_buf_uncharge_user(smr->sk.sk_uid, charged);
+		smr_buf_uncharge_user(uid, charged);
 }
 
 /* Give the buffers back and let go of the link. Any context. */
@@ -245,7 +273,7 @@ void smr_conn_unprepare(struct smr_sock *smr)
 		smr_conn_release_link(smr, link, rmb, sndbuf);
 	}
 	if (put)
-		sock_put(&smr->sk);
+		smr_conn_put_hold(smr);
 }
 
 /* sk_destruct: nothing refers to the sock any more. Any context. */
@@ -258,12 +286,19 @@ void smr_conn_destruct(struct smr_sock *smr)
 	smr_conn_release_link(smr, link, rmb, sndbuf);
 }
 
-/* Drop the connection's hold on its sock once both finals are exchanged. */
+/*
+ * Drop the connection's hold on its sock once both finals are exchanged
+ * (or the peer's final is given up on: orphan timeout). Caller holds
+ * conn->lock and, if this returns true, calls smr_conn_put_hold() after
+ * unlocking.
+ */
 bool smr_conn_done_locked(struct smr_conn *conn)
 {
+	lockdep_assert_held(&conn->lock);
 	if (!conn->holds_sock || !conn->user_closed)
 		return false;
-	if (!(conn->tx_final_sent && conn->rx_final) && conn->link)
+	if (!(conn->tx_final_sent && (conn->rx_final || conn->orphan_expired)) &&
+	    conn->link)
 		return false;
 	conn->holds_sock = false;
 	return true;
@@ -277,7 +312,57 @@ static void smr_conn_maybe_done(struct smr_sock *smr)
 	put = smr_conn_done_locked(&smr->conn);
 	spin_unlock_bh(&smr->conn.lock);
 	if (put)
-		sock_put(&smr->sk);
+		smr_conn_put_hold(smr);
+}
+
+/*
+ * The orphan timer: the application closed net.smr.orphan_timeout_ms ago
+ * and the peer's final has not come. First expiry: reset (an ABORT if our
+ * final is still owed) and stop waiting for the peer's final; second: our
+ * own final could not leave either, and the link goes. Softirq.
+ */
+static void smr_conn_orphan_expired(struct timer_list *t)
+{
+	struct smr_sock *smr = from_timer(smr, t, conn.orphan_timer);
+	struct smr_conn *conn = &smr->conn;
+	struct smr_link *link = NULL;
+	bool first = false, again = false;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->holds_sock && conn->user_closed) {
+		if (!conn->orphan_expired) {
+			conn->orphan_expired = true;
+			first = true;
+		} else if (conn->link) {
+			link = conn->link;
+			smr_link_hold(link);
+		}
+	}
+	spin_unlock_bh(&conn->lock);
+
+	if (first) {
+		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_ORPHANS_EXPIRED);
+		smr_conn_abort(smr, SMR_ABORT_LOCAL);
+		smr_tx_push(smr);
+		smr_conn_maybe_done(smr);
+		spin_lock_bh(&conn->lock);
+		again = conn->holds_sock;
+		spin_unlock_bh(&conn->lock);
+		if (again)
+			smr_conn_arm_orphan_timer(smr);
+	}
+	if (link) {
+		smr_link_fail(link, "orphan's final CDC cannot leave");
+		smr_link_put(link);
+	}
+	sock_put(&smr->sk);	/* the timer's reference */
+}
+
+/* The application closed; the connection may outlive it (see above). */
+void smr_conn_arm_orphan_timer(struct smr_sock *smr)
+{
+	sk_reset_timer(&smr->sk, &smr->conn.orphan_timer, jiffies +
+		       msecs_to_jiffies(READ_ONCE(smr_orphan_timeout_ms)));
 }
 
 /* Mark the connection reset; caller holds conn->lock. */
@@ -363,7 +448,7 @@ void smr_conn_link_down(struct smr_sock *smr)
 	if (link)
 		smr_link_put(link);	/* detached by the teardown already */
 	if (put)
-		sock_put(&smr->sk);
+		smr_conn_put_hold(smr);
 }
 
 /* A CDC we posted completed: the WRITEs before it are done. Softirq. */
@@ -405,24 +490,21 @@ static void smr_conn_place_inline(struct smr_conn *conn, u64 pos,
 }
 
 /*
- * A CDC for this host arrived on @link. Softirq. Every value is checked
- * before anything changes; a bad one resets the connection.
+ * A CDC for this host arrived on @link, parsed (@data: its inline bytes).
+ * Softirq. Every value is checked before anything changes; a bad one
+ * resets the connection.
  */
-void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
+void smr_conn_cdc_recv(struct smr_link *link, const struct smr_cdc *cdcp,
+		       const u8 *data)
 {
+	const struct smr_cdc cdc = *cdcp;
 	__poll_t wake = 0;
 	struct smr_sock *smr;
 	struct smr_conn *conn;
-	struct smr_cdc cdc;
 	u64 prod, cons, urg = 0;
 	bool bad = false, push = false, sigurg = false, shut_reset = false;
 	bool was_done, put;
 
-	smr_stat_inc(&init_net, SMR_STAT_CDC_RECEIVED);
-	if (smr_cdc_parse(buf, len, &cdc)) {
-		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
-		return;
-	}
 	smr = smr_hs_token_lookup(cdc.token);
 	if (!smr) {
 		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
@@ -502,8 +584,8 @@ void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len)
 		goto unlock;
 	}
 	if (cdc.inline_len) {
-		smr_conn_place_inline(conn, prod - cdc.inline_len,
-				      buf + SMR_CDC_LEN, cdc.inline_len);
+		smr_conn_place_inline(conn, prod - cdc.inline_len, data,
+				      cdc.inline_len);
 		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CDC_INLINE_RECEIVED);
 	}
 	if (prod != conn->rx_prod) {
@@ -577,7 +659,7 @@ unlock:
 		}
 	}
 	if (put)
-		sock_put(&smr->sk);
+		smr_conn_put_hold(smr);
 	sock_put(&smr->sk);	/* the lookup's reference */
 }
 
@@ -607,7 +689,7 @@ bool smr_conn_close(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
-	bool abort, linger;
+	bool abort, linger, orphan;
 
 	lock_sock(sk);
 	spin_lock_bh(&conn->lock);
@@ -629,6 +711,11 @@ bool smr_conn_close(struct smr_sock *smr)
 		smr_tx_wait_sent(smr, sk->sk_lingertime);
 	release_sock(sk);
 	smr_conn_maybe_done(smr);
+	spin_lock_bh(&conn->lock);
+	orphan = conn->holds_sock;
+	spin_unlock_bh(&conn->lock);
+	if (orphan)
+		smr_conn_arm_orphan_timer(smr);
 	/*
 	 * A connection reset for any reason resets its TCP connection too: if
 	 * the link died, that RST is how the peer learns (smr_conn_tcp_failed()).

@@ -22,7 +22,6 @@
  */
 #include <linux/hashtable.h>
 #include <linux/random.h>
-#include <linux/sysctl.h>
 #include <linux/tcp.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
@@ -33,12 +32,6 @@
 #include "wire.h"
 
 int smr_hs_timeout_ms = 3000;
-static int smr_hs_timeout_min = 10;
-static int smr_hs_timeout_max = 600000;
-static int smr_link_idle_max = 24 * 3600 * 1000;
-static int smr_buf_max_min = SMR_HS_RMB_MIN;
-static int smr_buf_max_max = SMR_HS_RMB_MAX;
-static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
 
 static DEFINE_HASHTABLE(smr_token_table, 10);
 static DEFINE_SPINLOCK(smr_token_lock);
@@ -110,8 +103,7 @@ void smr_hs_kick(struct smr_sock *smr)
 {
 	if (!smr_hs_pending(smr))
 		return;
-	if (queue_work(smr_wq, &smr->hs_work))
-		sock_hold(&smr->sk);
+	smr_sock_queue_work(&smr->sk, &smr->hs_work);
 }
 
 static void smr_hs_timer_fired(struct timer_list *t)
@@ -125,6 +117,7 @@ static void smr_hs_timer_fired(struct timer_list *t)
 
 static void smr_hs_arm_timer(struct smr_sock *smr)
 {
+	sock_owned_by_me(&smr->sk);
 	WRITE_ONCE(smr->hs_timed_out, false);
 	sk_reset_timer(&smr->sk, &smr->hs_timer,
 		       jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)));
@@ -609,8 +602,17 @@ static void smr_hs_work(struct work_struct *work)
 	}
 	if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
 	    READ_ONCE(smr->hs_timed_out)) {
+		/*
+		 * A PROPOSAL the server's TCP has not acknowledged sits in front
+		 * of a full accept queue (its listener's application is slow to
+		 * accept): a TCP client would wait, and so does this one, for as
+		 * long as TCP retransmits (TCP's own timeout ends it).
+		 */
+		if (smr->hs_state == SMR_HS_WAIT_ACCEPT &&
+		    smr_tcp_has_unacked(smr))
+			smr_hs_arm_timer(smr);
 		/* nothing sent yet: the peer never started; TCP is safe */
-		if (!smr->hs_wrote)
+		else if (!smr->hs_wrote)
 			smr_hs_fallback(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
 		else
 			smr_hs_abort(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
@@ -657,88 +659,19 @@ void smr_hs_init_sock(struct smr_sock *smr)
 	INIT_HLIST_NODE(&smr->token_node);
 }
 
-/* The socket goes away: no work or timer may touch it afterwards. */
+/*
+ * The socket goes away: no work or timer may touch it afterwards. The state
+ * changes under the sock lock, which the work holds from its state check to
+ * its last step: a work that already checked cannot re-arm the timer (or
+ * reach the inner socket) after this, and a later one finds DONE and does
+ * nothing. Process context, sock lock not held.
+ */
 void smr_hs_stop(struct smr_sock *smr)
 {
+	lock_sock(&smr->sk);
 	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	release_sock(&smr->sk);
 	sk_stop_timer_sync(&smr->sk, &smr->hs_timer);
 	if (cancel_work_sync(&smr->hs_work))
 		sock_put(&smr->sk);
-}
-
-static struct ctl_table smr_sysctl_table[] = {
-	{
-		.procname	= "handshake_timeout_ms",
-		.data		= &smr_hs_timeout_ms,
-		.maxlen		= sizeof(int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &smr_hs_timeout_min,
-		.extra2		= &smr_hs_timeout_max,
-	},
-	{
-		.procname	= "link_idle_timeout_ms",
-		.data		= &smr_link_idle_ms,
-		.maxlen		= sizeof(int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &smr_hs_timeout_min,
-		.extra2		= &smr_link_idle_max,
-	},
-	{
-		.procname	= "buf_max",
-		.data		= &smr_buf_max,
-		.maxlen		= sizeof(int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &smr_buf_max_min,
-		.extra2		= &smr_buf_max_max,
-	},
-	{
-		.procname	= "wmem",
-		.data		= &smr_buf_wmem,
-		.maxlen		= sizeof(int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= &smr_buf_max_min,
-		.extra2		= &smr_buf_max_max,
-	},
-	{
-		.procname	= "mem_user_max",
-		.data		= &smr_buf_mem_user_max,
-		.maxlen		= sizeof(long),
-		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_minmax,
-	},
-	{
-		.procname	= "cdc_inline_max",
-		.data		= &smr_cdc_inline_max,
-		.maxlen		= sizeof(int),
-		.mode		= 0644,
-		.proc_handler	= proc_dointvec_minmax,
-		.extra1		= SYSCTL_ZERO,
-		.extra2		= &smr_cdc_inline_limit,
-	},
-	{
-		.procname	= "mem_max",
-		.data		= &smr_buf_mem_max,
-		.maxlen		= sizeof(long),
-		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_minmax,
-	},
-	{ }
-};
-
-static struct ctl_table_header *smr_sysctl_header;
-
-int smr_hs_init(void)
-{
-	smr_sysctl_header = smr_register_sysctl("net/smr", smr_sysctl_table,
-						ARRAY_SIZE(smr_sysctl_table) - 1);
-	return smr_sysctl_header ? 0 : -ENOMEM;
-}
-
-void smr_hs_exit(void)
-{
-	unregister_sysctl_table(smr_sysctl_header);
 }

@@ -24,18 +24,42 @@
  * ---------------------
  * smr_links_lock (BH) protects smr_links and the id IDR; a link is listed
  * until it goes down. link->lock (BH) protects @state, @conns, @nconns,
- * @free_slots, @sq_free and @tx_wait; posting to the QP happens under it, so
- * a post never races with teardown. References (kref): the list holds one
- * until teardown ends, every attached connection holds one, as do lookups
- * and the queued teardown work. The rdma_cm id is destroyed by the
- * teardown work only (never in its own handler), before the last
+ * @free_slots, @sq_free, @tx_wait (and each waiter's conn.tx_queued),
+ * @ntx_wait, the credits (@peer_credits, @credits_owed) and
+ * @credit_msg_posted; posting to the QP happens under it, so a post never
+ * races with teardown. References (kref): the list holds one until
+ * teardown ends, every attached connection holds one, as do lookups and
+ * the queued teardown work. A connection on @tx_wait holds a sock
+ * reference, dropped when it leaves the list. The rdma_cm id is destroyed
+ * by the teardown work only (never in its own handler), before the last
  * reference can go, so the handler always finds its link.
  *
- * Teardown (process context, smr_wq): mark DEAD, drain the QP (every posted
- * send and receive completes, flushed), detach and reset every connection
- * under its sock lock, then free the pool, QP, CQ, messages, PD and id.
+ * @setup_mutex is held by the rdma_cm handler while it acts on an event
+ * (it creates the QP, connects, activates) and taken once by the teardown
+ * after the link is DEAD: a handler that began before cannot build on a
+ * link being freed, and a later one sees DEAD and does nothing.
+ *
+ * Teardown (process context, smr_wq): mark DEAD, fence the handler, drain
+ * the QP (every posted send and receive completes, flushed), detach and
+ * reset every connection under its sock lock, then free the pool, QP, CQ,
+ * messages, PD and id.
+ *
+ * Failure detection: every work request's failure reaches the link
+ * (unsignalled WRITEs and invalidations carry an error-only completion
+ * entry; a flushed one means the QP went to error), and the QP retries a
+ * lost packet at most SMR_LINK_RETRY_COUNT times, SMR_LINK_ACK_TIMEOUT
+ * apart: a silent peer fails the link within about
+ * SMR_LINK_KEEPALIVE + (SMR_LINK_RETRY_COUNT + 1) * 1.07 s (the RC ack
+ * timeout 4.096 us << 18). Documentation/design.rst, "Failure semantics".
+ *
+ * Credits: an IB SEND the peer has no receive posted for draws an RNR NAK,
+ * and RNR retries stall and then fail the whole link. So each end sends at
+ * most as many SENDs as the peer granted: the rdma_cm private data's
+ * initial grant, plus the credits every CDC and link message carries back
+ * (receives re-posted since the last report). CDCs keep the last credit
+ * for a credit-only link message, sent once SMR_LINK_CREDIT_BATCH are
+ * owed, so both ends can never be left without one.
  */
-#include <linux/idr.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/delay.h>
@@ -43,6 +67,7 @@
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
@@ -52,7 +77,11 @@
 #include "smr.h"
 
 #define SMR_LINK_SQ_DEPTH	256
-#define SMR_LINK_RQ_DEPTH	128
+#define SMR_LINK_RQ_DEPTH	128	/* receives posted: the peer's credits */
+/* owed credits go back alone (a link message) once this many gathered */
+#define SMR_LINK_CREDIT_BATCH	(SMR_LINK_RQ_DEPTH / 8)
+/* a CDC leaves this many credits for a credit message */
+#define SMR_LINK_CREDITS_RESERVED	1
 #define SMR_LINK_WR_PER_CDC	3	/* up to two WRITEs and the CDC */
 /*
  * CDC sends in flight; the rest of the send queue stays free for memory
@@ -62,12 +91,19 @@
 #define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
 				 SMR_LINK_WR_PER_CDC)
 #define SMR_LINK_MSG_SIZE	192	/* per slot: a CDC and its inline data */
-#define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
-#define SMR_CM_VERSION		1
-#define SMR_CM_PRIV_LEN		12
+/* message slots: CDC sends, receives, one credit message */
+#define SMR_LINK_MSGS		(SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH + 1)
 #define SMR_CM_TIMEOUT_MS	2000
 /* an idle peer is probed this often: a dead one fails the probe */
 #define SMR_LINK_KEEPALIVE	(5 * HZ)
+/*
+ * RC retransmissions of a lost packet before the QP fails (7 would mean
+ * "for ever" to rxe), and the ack timeout exponent between them
+ * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
+ */
+#define SMR_LINK_RETRY_COUNT	6
+#define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
+#define SMR_LINK_ACK_TIMEOUT	18
 
 static unsigned short smr_cm_port = 7609;
 module_param_named(cm_port, smr_cm_port, ushort, 0444);
@@ -107,11 +143,21 @@ struct smr_link {
 	struct ib_cq		*cq;
 	struct ib_qp		*qp;
 	spinlock_t		lock;		/* see "Locking" above */
+	struct mutex		setup_mutex;	/* see "Locking" above */
 	struct list_head	conns;
 	unsigned int		nconns;
 	struct list_head	free_slots;
 	unsigned int		sq_free;
-	struct list_head	tx_wait;
+	struct list_head	tx_wait;	/* conns waiting for a slot/credits */
+	unsigned int		ntx_wait;
+	u32			peer_credits;	/* SENDs the peer has receives for */
+	u32			credits_owed;	/* receives re-posted, not reported */
+	bool			credit_msg_posted;
+	struct ib_cqe		credit_cqe;
+	u8			*credit_msg;
+	u64			credit_dma;
+	/* unsignalled WRITEs and invalidations: only their errors complete */
+	struct ib_cqe		unsignalled_cqe;
 	u8			*msgs;
 	u64			msgs_dma;
 	bool			msgs_mapped;
@@ -126,10 +172,13 @@ struct smr_link {
 };
 
 static void smr_link_teardown(struct work_struct *work);
+static void smr_link_discard(struct smr_link *link);
 
 static LIST_HEAD(smr_links);
 static DEFINE_SPINLOCK(smr_links_lock);
-static DEFINE_IDR(smr_link_ids);
+/* link ids, never 0; erased under smr_links_lock too (smr_link_find()) */
+static DEFINE_XARRAY_FLAGS(smr_link_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+static u32 smr_link_next_id;
 static struct rdma_cm_id *smr_cm_listener;
 
 static void smr_link_release(struct kref *ref)
@@ -140,6 +189,11 @@ static void smr_link_release(struct kref *ref)
 void smr_link_put(struct smr_link *link)
 {
 	kref_put(&link->ref, smr_link_release);
+}
+
+void smr_link_hold(struct smr_link *link)
+{
+	kref_get(&link->ref);
 }
 
 enum smr_link_state smr_link_state(const struct smr_link *link)
@@ -179,6 +233,14 @@ static void smr_link_down(struct smr_link *link)
 	queue_work(smr_wq, &link->teardown_work);
 }
 
+/* A connection found the link broken (@why): it goes, counted. */
+void smr_link_fail(struct smr_link *link, const char *why)
+{
+	pr_info_ratelimited("smr: link %u: %s: link down\n", link->id, why);
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	smr_link_down(link);
+}
+
 /* Kick every connection waiting on the link's setup. */
 static void smr_link_kick_conns(struct smr_link *link)
 {
@@ -190,12 +252,20 @@ static void smr_link_kick_conns(struct smr_link *link)
 	spin_unlock_bh(&link->lock);
 }
 
+/* The QP may carry CDCs now. Caller holds @setup_mutex. */
 static void smr_link_set_active(struct smr_link *link)
 {
+	bool up = false;
+
+	lockdep_assert_held(&link->setup_mutex);
 	spin_lock_bh(&link->lock);
-	if (link->state == SMR_LINK_CONNECTING)
+	if (link->state == SMR_LINK_CONNECTING) {
 		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
+		up = true;
+	}
 	spin_unlock_bh(&link->lock);
+	if (!up)
+		return;		/* went down meanwhile: the teardown has it */
 	queue_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 	smr_link_kick_conns(link);
@@ -236,26 +306,152 @@ void smr_link_detach(struct smr_link *link, struct smr_sock *smr)
 	}
 	if (smr->conn.tx_queued) {
 		list_del_init(&smr->conn.wait_node);
+		link->ntx_wait--;
 		smr->conn.tx_queued = false;
 		__sock_put(&smr->sk);	/* the caller holds another */
 	}
-	/* a newly queued idle work holds a reference; a pending one has one */
-	if (arm && !mod_delayed_work(smr_wq, &link->idle_work,
-				     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
+	/*
+	 * A queued idle work holds a reference, taken before it can run; if
+	 * one was pending already it has its own (ours is not the last: the
+	 * list holds one).
+	 */
+	if (arm) {
 		kref_get(&link->ref);
+		if (mod_delayed_work(smr_wq, &link->idle_work,
+				     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
+			kref_put(&link->ref, smr_link_release);
+	}
 	spin_unlock_bh(&link->lock);
 }
 
 /* ---- completions ---- */
 
+/*
+ * A work request failed: the QP is in error, every later one flushes. A
+ * flush on a link that is not already going down is a failure too (its
+ * first error may have come on a request nobody waits for).
+ */
 static void smr_link_wc_error(struct smr_link *link, struct ib_wc *wc)
 {
-	if (wc->status == IB_WC_WR_FLUSH_ERR)
+	if (wc->status == IB_WC_WR_FLUSH_ERR &&
+	    READ_ONCE(link->state) == SMR_LINK_DEAD)
 		return;
 	pr_info_ratelimited("smr: link %u: work completion status %d (%s): link down\n",
 			    link->id, wc->status, ib_wc_status_msg(wc->status));
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 	smr_link_down(link);
+}
+
+/* Unsignalled WRITEs and LOCAL_INVs complete only when they fail. */
+static void smr_link_unsignalled_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS)
+		smr_link_wc_error(link, wc);
+}
+
+/* A CDC may go: a slot, send queue room and a credit it may use. */
+static bool smr_link_cdc_room_locked(struct smr_link *link,
+				     unsigned int nr_wr)
+{
+	lockdep_assert_held(&link->lock);
+	return !list_empty(&link->free_slots) && link->sq_free >= nr_wr &&
+	       link->peer_credits > SMR_LINK_CREDITS_RESERVED;
+}
+
+/*
+ * Give owed credits back in a link message once enough gathered and no CDC
+ * took them along; it may use the last credit (CDCs never do), and one is
+ * in flight at a time. Caller holds link->lock.
+ */
+static int smr_link_return_credits_locked(struct smr_link *link)
+{
+	int err;
+	struct smr_lmsg msg = { .type = SMR_LMSG_CREDITS };
+	struct ib_sge sge = {
+		.addr	= link->credit_dma,
+		.length	= SMR_LMSG_LEN,
+		.lkey	= link->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe		= &link->credit_cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+		.opcode		= IB_WR_SEND,
+		.send_flags	= IB_SEND_SIGNALED,
+	};
+
+	lockdep_assert_held(&link->lock);
+	if (link->state != SMR_LINK_ACTIVE || link->credit_msg_posted ||
+	    link->credits_owed < SMR_LINK_CREDIT_BATCH ||
+	    !link->peer_credits || !link->sq_free)
+		return 0;
+	msg.credits = min_t(u32, link->credits_owed, U16_MAX);
+	smr_lmsg_build(&msg, link->credit_msg);
+	ib_dma_sync_single_for_device(link->ibdev, link->credit_dma,
+				      SMR_LMSG_LEN, DMA_TO_DEVICE);
+	/* only a broken QP refuses a post: the caller takes the link down */
+	err = ib_post_send(link->qp, &wr, NULL);
+	if (err)
+		return err;
+	link->credits_owed -= msg.credits;
+	link->peer_credits--;
+	link->sq_free--;
+	link->credit_msg_posted = true;
+	smr_stat_inc(&init_net, SMR_STAT_CREDIT_MSGS_SENT);
+	return 0;
+}
+
+static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+	int err;
+
+	if (wc->status != IB_WC_SUCCESS)
+		smr_link_wc_error(link, wc);
+	spin_lock_bh(&link->lock);
+	link->sq_free++;
+	link->credit_msg_posted = false;
+	err = smr_link_return_credits_locked(link);
+	spin_unlock_bh(&link->lock);
+	if (err)
+		smr_link_down(link);
+}
+
+/*
+ * Push connections that waited for a CDC slot or credits, one at a time:
+ * each leaves the wait list (under link->lock) before its push, which may
+ * put it back, so a node is never on two lists. At most as many as were
+ * waiting at the start: one put back waits for the next completion.
+ * Any context but hard IRQ; no lock held.
+ */
+static void smr_link_run_waiters(struct smr_link *link)
+{
+	struct smr_sock *waiter;
+	unsigned int budget;
+
+	spin_lock_bh(&link->lock);
+	budget = link->ntx_wait;
+	spin_unlock_bh(&link->lock);
+	while (budget--) {
+		spin_lock_bh(&link->lock);
+		waiter = NULL;
+		if (smr_link_cdc_room_locked(link, 1))
+			waiter = list_first_entry_or_null(&link->tx_wait,
+							  struct smr_sock,
+							  conn.wait_node);
+		if (waiter) {
+			list_del_init(&waiter->conn.wait_node);
+			link->ntx_wait--;
+			waiter->conn.tx_queued = false;
+		}
+		spin_unlock_bh(&link->lock);
+		if (!waiter)
+			break;
+		smr_tx_push(waiter);
+		sock_put(&waiter->sk);	/* the wait list's reference */
+	}
 }
 
 static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -264,8 +460,6 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct smr_cdc_slot *slot = container_of(wc->wr_cqe,
 						 struct smr_cdc_slot, cqe);
 	struct smr_sock *smr = slot->smr;
-	struct smr_sock *waiter;
-	LIST_HEAD(waiting);
 
 	if (wc->status != IB_WC_SUCCESS)
 		smr_link_wc_error(link, wc);
@@ -274,21 +468,11 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	link->sq_free += slot->nr_wr;
 	slot->smr = NULL;
 	list_add(&slot->node, &link->free_slots);
-	list_splice_init(&link->tx_wait, &waiting);
-	list_for_each_entry(waiter, &waiting, conn.wait_node)
-		waiter->conn.tx_queued = false;
 	spin_unlock_bh(&link->lock);
 
 	smr_conn_sent(smr, slot->tx_pos, wc->status == IB_WC_SUCCESS);
 	sock_put(&smr->sk);	/* the slot's reference */
-
-	while (!list_empty(&waiting)) {
-		waiter = list_first_entry(&waiting, struct smr_sock,
-					  conn.wait_node);
-		list_del_init(&waiter->conn.wait_node);
-		smr_tx_push(waiter);
-		sock_put(&waiter->sk);	/* the wait list's reference */
-	}
+	smr_link_run_waiters(link);
 }
 
 static int smr_link_post_recv(struct smr_link *link, struct smr_rx_slot *rx)
@@ -307,11 +491,33 @@ static int smr_link_post_recv(struct smr_link *link, struct smr_rx_slot *rx)
 	return ib_post_recv(link->qp, &wr, NULL);
 }
 
+/* The peer gave @credits back: CDCs that waited for them may go. */
+static void smr_link_credits_in(struct smr_link *link, u16 credits)
+{
+	int err;
+
+	if (!credits)
+		return;
+	spin_lock_bh(&link->lock);
+	/* bounded: a peer's arithmetic error must not overflow ours */
+	link->peer_credits = min_t(u32, link->peer_credits + credits,
+				   SMR_CM_CREDITS_MAX);
+	err = smr_link_return_credits_locked(link);
+	spin_unlock_bh(&link->lock);
+	if (err)
+		smr_link_down(link);
+	smr_link_run_waiters(link);
+}
+
 static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct smr_link *link = cq->cq_context;
 	struct smr_rx_slot *rx = container_of(wc->wr_cqe, struct smr_rx_slot,
 					      cqe);
+	u32 len = min_t(u32, wc->byte_len, SMR_LINK_MSG_SIZE);
+	struct smr_lmsg lmsg;
+	struct smr_cdc cdc;
+	int err;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		smr_link_wc_error(link, wc);
@@ -319,12 +525,43 @@ static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	ib_dma_sync_single_for_cpu(link->ibdev, rx->dma, SMR_LINK_MSG_SIZE,
 				   DMA_FROM_DEVICE);
-	smr_conn_cdc_recv(link, rx->msg, min_t(u32, wc->byte_len,
-					       SMR_LINK_MSG_SIZE));
+	switch (smr_msg_kind(rx->msg, len)) {
+	case SMR_MSG_CDC:
+		smr_stat_inc(&init_net, SMR_STAT_CDC_RECEIVED);
+		if (smr_cdc_parse(rx->msg, len, &cdc)) {
+			smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
+			break;
+		}
+		/* the link's credits, whatever becomes of the connection's part */
+		smr_link_credits_in(link, cdc.credits);
+		smr_conn_cdc_recv(link, &cdc, rx->msg + SMR_CDC_LEN);
+		break;
+	case SMR_MSG_LINK:
+		if (smr_lmsg_parse(rx->msg, len, &lmsg)) {
+			smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
+			break;
+		}
+		smr_link_credits_in(link, lmsg.credits);
+		break;
+	default:
+		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
+		break;
+	}
 	ib_dma_sync_single_for_device(link->ibdev, rx->dma, SMR_LINK_MSG_SIZE,
 				      DMA_FROM_DEVICE);
-	if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
-	    smr_link_post_recv(link, rx))
+
+	spin_lock_bh(&link->lock);
+	if (link->state == SMR_LINK_DEAD) {
+		err = 0;	/* flushed soon: nothing to re-post */
+	} else {
+		err = smr_link_post_recv(link, rx);
+		if (!err) {
+			link->credits_owed++;
+			err = smr_link_return_credits_locked(link);
+		}
+	}
+	spin_unlock_bh(&link->lock);
+	if (err)
 		smr_link_down(link);
 }
 
@@ -364,6 +601,8 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 	init_completion(&ctx.done);
 	ctx.nr_wr = 1;
 	while (last->next) {
+		/* unsignalled: only its failure completes, and must be seen */
+		last->wr_cqe = &link->unsignalled_cqe;
 		last = last->next;
 		ctx.nr_wr++;
 	}
@@ -399,10 +638,30 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 }
 
 /*
+ * No slot or credit is free: push @smr again when one comes back. Called
+ * under link->lock by the post that found no room, so no completion can
+ * slip in between and miss the waiter. The wait list holds a sock
+ * reference.
+ */
+static void smr_link_wait_room_locked(struct smr_link *link,
+				      struct smr_sock *smr)
+{
+	lockdep_assert_held(&link->lock);
+	if (smr->conn.tx_queued || link->state == SMR_LINK_DEAD)
+		return;
+	sock_hold(&smr->sk);
+	list_add_tail(&smr->conn.wait_node, &link->tx_wait);
+	link->ntx_wait++;
+	smr->conn.tx_queued = true;
+	smr_stat_inc(&init_net, SMR_STAT_CDC_WAITS);
+}
+
+/*
  * Post @writes (an unsignalled chain of RDMA WRITEs, or NULL) and then the
- * CDC @cdc, in one call. Caller holds the connection's lock. Returns 0,
- * -EAGAIN when no slot or send queue room is free (the caller waits with
- * smr_link_wait_slot()), or -ENOTCONN when the link is not usable.
+ * CDC @cdc, in one call; the CDC takes the link's owed credits along.
+ * Caller holds the connection's lock. Returns 0, -EAGAIN when no slot,
+ * send queue room or credit is free (@smr is then pushed again once one
+ * comes back), or -ENOTCONN when the link is not usable.
  */
 int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
@@ -412,28 +671,32 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	struct smr_cdc_slot *slot;
 	const struct ib_send_wr *bad;
 	struct ib_send_wr send = {}, *w, *first;
+	struct smr_cdc with_credits = *cdc;
 	struct ib_sge sge;
 	unsigned int nr_wr = 1;
 	int err;
 
-	for (w = writes; w; w = w->next)
+	for (w = writes; w; w = w->next) {
+		w->wr_cqe = &link->unsignalled_cqe;
 		nr_wr++;
+	}
 
 	spin_lock(&link->lock);
 	if (link->state != SMR_LINK_ACTIVE) {
 		spin_unlock(&link->lock);
 		return -ENOTCONN;
 	}
-	slot = list_first_entry_or_null(&link->free_slots, struct smr_cdc_slot,
-					node);
-	if (!slot || link->sq_free < nr_wr) {
+	if (!smr_link_cdc_room_locked(link, nr_wr)) {
+		smr_link_wait_room_locked(link, smr);
 		spin_unlock(&link->lock);
 		return -EAGAIN;
 	}
+	slot = list_first_entry(&link->free_slots, struct smr_cdc_slot, node);
 	list_del(&slot->node);
 	link->sq_free -= nr_wr;
+	with_credits.credits = min_t(u32, link->credits_owed, U16_MAX);
 
-	smr_cdc_build(cdc, slot->msg);
+	smr_cdc_build(&with_credits, slot->msg);
 	if (cdc->inline_len)
 		memcpy(slot->msg + SMR_CDC_LEN, data, cdc->inline_len);
 	ib_dma_sync_single_for_device(link->ibdev, slot->dma, len,
@@ -470,21 +733,11 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		smr_link_down(link);
 		return -ENOTCONN;
 	}
+	link->peer_credits--;
+	link->credits_owed -= with_credits.credits;
 	spin_unlock(&link->lock);
 	smr_stat_inc(&init_net, SMR_STAT_CDC_SENT);
 	return 0;
-}
-
-/* No slot was free: push @smr again when one completes. */
-void smr_link_wait_slot(struct smr_link *link, struct smr_sock *smr)
-{
-	spin_lock(&link->lock);
-	if (!smr->conn.tx_queued && link->state != SMR_LINK_DEAD) {
-		sock_hold(&smr->sk);
-		list_add_tail(&smr->conn.wait_node, &link->tx_wait);
-		smr->conn.tx_queued = true;
-	}
-	spin_unlock(&link->lock);
 }
 
 static void smr_link_qp_event(struct ib_event *event, void *context)
@@ -560,7 +813,6 @@ static void smr_link_keepalive(struct work_struct *work)
 static struct smr_link *smr_link_alloc(bool active_side)
 {
 	struct smr_link *link;
-	int id;
 
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
 	if (!link)
@@ -571,6 +823,9 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	INIT_LIST_HEAD(&link->conns);
 	INIT_LIST_HEAD(&link->free_slots);
 	INIT_LIST_HEAD(&link->tx_wait);
+	mutex_init(&link->setup_mutex);
+	link->unsignalled_cqe.done = smr_link_unsignalled_done;
+	link->credit_cqe.done = smr_link_credit_done;
 	INIT_DELAYED_WORK(&link->idle_work, smr_link_idle);
 	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
 	link->keepalive_cqe.done = smr_link_keepalive_done;
@@ -579,16 +834,11 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	link->active_side = active_side;
 	link->state = SMR_LINK_CONNECTING;
 
-	idr_preload(GFP_KERNEL);
-	spin_lock_bh(&smr_links_lock);
-	id = idr_alloc_cyclic(&smr_link_ids, link, 1, 0, GFP_NOWAIT);
-	spin_unlock_bh(&smr_links_lock);
-	idr_preload_end();
-	if (id < 0) {
+	if (xa_alloc_cyclic_bh(&smr_link_ids, &link->id, link, xa_limit_32b,
+			       &smr_link_next_id, GFP_KERNEL) < 0) {
 		kfree(link);
 		return NULL;
 	}
-	link->id = id;
 	return link;
 }
 
@@ -603,8 +853,8 @@ static void smr_link_free_resources(struct smr_link *link)
 	link->cq = NULL;
 	if (link->msgs_mapped)
 		ib_dma_unmap_single(link->ibdev, link->msgs_dma,
-				    (SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH) *
-				    SMR_LINK_MSG_SIZE, DMA_BIDIRECTIONAL);
+				    SMR_LINK_MSGS * SMR_LINK_MSG_SIZE,
+				    DMA_BIDIRECTIONAL);
 	link->msgs_mapped = false;
 	kfree(link->msgs);
 	link->msgs = NULL;
@@ -617,7 +867,7 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr attr = {};
-	size_t len = (SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH) * SMR_LINK_MSG_SIZE;
+	size_t len = SMR_LINK_MSGS * SMR_LINK_MSG_SIZE;
 	int i, err;
 
 	link->ibdev = dev;
@@ -627,8 +877,9 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 		link->pd = NULL;
 		return err;
 	}
+	/* room for ib_drain_qp()'s own send and receive, too */
 	link->cq = ib_alloc_cq(dev, link, SMR_LINK_SQ_DEPTH +
-			       SMR_LINK_RQ_DEPTH + 1, 0, IB_POLL_SOFTIRQ);
+			       SMR_LINK_RQ_DEPTH + 2, 0, IB_POLL_SOFTIRQ);
 	if (IS_ERR(link->cq)) {
 		err = PTR_ERR(link->cq);
 		link->cq = NULL;
@@ -651,8 +902,8 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 	attr.qp_context = link;
 	attr.send_cq = link->cq;
 	attr.recv_cq = link->cq;
-	attr.cap.max_send_wr = SMR_LINK_SQ_DEPTH;
-	attr.cap.max_recv_wr = SMR_LINK_RQ_DEPTH;
+	attr.cap.max_send_wr = SMR_LINK_SQ_DEPTH + 1;	/* + the drain's */
+	attr.cap.max_recv_wr = SMR_LINK_RQ_DEPTH + 1;
 	attr.cap.max_send_sge = SMR_TX_WRITE_SGES;
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
@@ -671,6 +922,10 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 		slot->dma = link->msgs_dma + i * SMR_LINK_MSG_SIZE;
 		list_add_tail(&slot->node, &link->free_slots);
 	}
+	link->credit_msg = link->msgs + (SMR_LINK_MSGS - 1) * SMR_LINK_MSG_SIZE;
+	link->credit_dma = link->msgs_dma +
+			   (SMR_LINK_MSGS - 1) * SMR_LINK_MSG_SIZE;
+	/* posted before the private data announces them as credits */
 	for (i = 0; i < SMR_LINK_RQ_DEPTH; i++) {
 		struct smr_rx_slot *rx = &link->rx_slots[i];
 		size_t off = (SMR_LINK_SLOTS + i) * SMR_LINK_MSG_SIZE;
@@ -691,53 +946,35 @@ err:
 	return err;
 }
 
-static void smr_put_be32(u8 *buf, u32 v)
-{
-	__be32 be = cpu_to_be32(v);
-
-	memcpy(buf, &be, sizeof(be));
-}
-
-static u32 smr_get_be32(const u8 *buf)
-{
-	__be32 be;
-
-	memcpy(&be, buf, sizeof(be));
-	return be32_to_cpu(be);
-}
-
-/* "SMRL", version, 3 reserved bytes, the sender's link id (big-endian) */
-static void smr_link_priv_build(u8 *buf, u32 id)
-{
-	smr_put_be32(buf, SMR_CM_MAGIC);
-	buf[4] = SMR_CM_VERSION;
-	buf[5] = 0;
-	buf[6] = 0;
-	buf[7] = 0;
-	smr_put_be32(buf + 8, id);
-}
-
-/* The peer's link id from rdma_cm private data, or 0 if it is not SMR's. */
-static u32 smr_link_priv_parse(const struct rdma_conn_param *p)
-{
-	const u8 *buf = p->private_data;
-
-	if (!buf || p->private_data_len < SMR_CM_PRIV_LEN ||
-	    smr_get_be32(buf) != SMR_CM_MAGIC || buf[4] != SMR_CM_VERSION)
-		return 0;
-	return smr_get_be32(buf + 8);
-}
-
+/* Our private data: our link id, and the receives we posted (credits). */
 static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 				u32 id)
 {
-	smr_link_priv_build(priv, id);
+	struct smr_cm_priv p = {
+		.link_id	= id,
+		.credits	= SMR_LINK_RQ_DEPTH,
+	};
+
+	smr_cm_priv_build(&p, priv);
 	memset(param, 0, sizeof(*param));
 	param->private_data = priv;
 	param->private_data_len = SMR_CM_PRIV_LEN;
-	param->retry_count = 7;
-	/* 7 would retry forever: a peer that stops receiving must fail */
-	param->rnr_retry_count = 6;
+	param->retry_count = SMR_LINK_RETRY_COUNT;
+	param->rnr_retry_count = SMR_LINK_RNR_RETRY;
+}
+
+/* The peer's private data, checked by the codec; -EPROTO if not SMR's. */
+static int smr_link_peer_param(struct smr_link *link,
+			       const struct rdma_conn_param *param)
+{
+	struct smr_cm_priv p;
+
+	if (smr_cm_priv_parse(param->private_data, param->private_data_len,
+			      &p))
+		return -EPROTO;
+	link->peer_id = p.link_id;
+	link->peer_credits = p.credits;
+	return 0;
 }
 
 static void smr_addr_from_sockaddr(struct in6_addr *a,
@@ -763,24 +1000,26 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rdma_conn_param param;
 	u8 priv[SMR_CM_PRIV_LEN];
 	struct smr_link *link;
-	u32 peer_id;
 	int err;
 
-	peer_id = smr_link_priv_parse(&ev->param.conn);
-	if (!peer_id) {
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		return -EPROTO;
-	}
 	link = smr_link_alloc(false);
 	if (!link)
 		return -ENOMEM;
-	link->peer_id = peer_id;
+	/* not listed yet; the mutex is for the teardown once it is */
+	mutex_lock(&link->setup_mutex);
+	err = smr_link_peer_param(link, &ev->param.conn);
+	if (err) {
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		goto err_free;
+	}
 	link->cm_id = id;
 	smr_addr_from_sockaddr(&link->laddr,
 			       (struct sockaddr *)&id->route.addr.src_addr);
 	smr_addr_from_sockaddr(&link->raddr,
 			       (struct sockaddr *)&id->route.addr.dst_addr);
-	err = smr_link_create_qp(link, id);
+	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
+	if (!err)
+		err = smr_link_create_qp(link, id);
 	if (err)
 		goto err_free;
 	smr_link_conn_param(&param, priv, link->id);
@@ -795,34 +1034,32 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	/* the QP is ready to send once accepted; RTU follows */
 	smr_link_list_add(link);
 	smr_link_set_active(link);
+	mutex_unlock(&link->setup_mutex);
 	return 0;
 
 err_free:
-	spin_lock_bh(&smr_links_lock);
-	idr_remove(&smr_link_ids, link->id);
-	spin_unlock_bh(&smr_links_lock);
-	kfree(link);
+	mutex_unlock(&link->setup_mutex);
+	smr_link_discard(link);
 	return err;	/* rdma_cm destroys the id */
 }
 
-static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+/* One rdma_cm event of a link's id. Caller holds @setup_mutex. */
+static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
+			     struct rdma_cm_event *ev)
 {
-	struct smr_link *link = id->context;
 	struct rdma_conn_param param;
 	u8 priv[SMR_CM_PRIV_LEN];
 	int err = 0;
 
-	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return smr_link_accept(id, ev);
-	if (!link)
-		return 0;	/* the listener itself */
-
+	lockdep_assert_held(&link->setup_mutex);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, SMR_CM_TIMEOUT_MS);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		err = smr_link_create_qp(link, id);
+		err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
+		if (!err)
+			err = smr_link_create_qp(link, id);
 		if (err)
 			break;
 		smr_link_conn_param(&param, priv, link->id);
@@ -830,12 +1067,9 @@ static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (link->active_side) {
-			link->peer_id = smr_link_priv_parse(&ev->param.conn);
-			if (!link->peer_id) {
-				err = -EPROTO;
-				break;
-			}
-			smr_link_set_active(link);
+			err = smr_link_peer_param(link, &ev->param.conn);
+			if (!err)
+				smr_link_set_active(link);
 		}
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -843,8 +1077,7 @@ static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
+		err = -ENOTCONN;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -854,6 +1087,24 @@ static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	default:
 		break;
 	}
+	return err;
+}
+
+static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct smr_link *link = id->context;
+	int err;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return smr_link_accept(id, ev);
+	if (!link)
+		return 0;	/* the listener itself */
+
+	mutex_lock(&link->setup_mutex);
+	/* a link being torn down builds nothing more (see "Locking") */
+	err = READ_ONCE(link->state) == SMR_LINK_DEAD ? 0 :
+	      smr_link_cm_event(link, id, ev);
+	mutex_unlock(&link->setup_mutex);
 	if (err) {
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 		smr_link_down(link);
@@ -886,7 +1137,7 @@ static struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 static void smr_link_discard(struct smr_link *link)
 {
 	spin_lock_bh(&smr_links_lock);
-	idr_remove(&smr_link_ids, link->id);
+	xa_erase_bh(&smr_link_ids, link->id);
 	spin_unlock_bh(&smr_links_lock);
 	kfree(link);
 }
@@ -985,7 +1236,7 @@ struct smr_link *smr_link_find(struct smr_sock *smr, u32 id,
 	if (!net_eq(t->net, &init_net))
 		return NULL;
 	spin_lock_bh(&smr_links_lock);
-	link = idr_find(&smr_link_ids, id);
+	link = xa_load(&smr_link_ids, id);
 	if (link && (READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
 		     !ipv6_addr_equal(&link->raddr, &t->raddr) ||
 		     list_empty(&link->node)))
@@ -1010,9 +1261,12 @@ static void smr_link_teardown(struct work_struct *work)
 	spin_lock_bh(&smr_links_lock);
 	listed = !list_empty(&link->node);
 	list_del_init(&link->node);
-	idr_remove(&smr_link_ids, link->id);
+	xa_erase_bh(&smr_link_ids, link->id);
 	spin_unlock_bh(&smr_links_lock);
 
+	/* DEAD already: no rdma_cm handler builds on the link after this */
+	mutex_lock(&link->setup_mutex);
+	mutex_unlock(&link->setup_mutex);
 	if (cancel_delayed_work_sync(&link->idle_work))
 		smr_link_put(link);
 	/* DEAD already: it does not queue itself again */
@@ -1030,7 +1284,7 @@ static void smr_link_teardown(struct work_struct *work)
 	 */
 	for (;;) {
 		struct smr_sock *found = NULL;
-		bool dying = false;
+		bool dying = false, waited = false;
 
 		spin_lock_bh(&link->lock);
 		list_for_each_entry(smr, &link->conns, conn.link_node) {
@@ -1043,10 +1297,19 @@ static void smr_link_teardown(struct work_struct *work)
 		if (found) {
 			list_del_init(&found->conn.link_node);
 			link->nconns--;
+			/* no slot comes back any more: the wait list lets go */
+			if (found->conn.tx_queued) {
+				list_del_init(&found->conn.wait_node);
+				link->ntx_wait--;
+				found->conn.tx_queued = false;
+				waited = true;
+			}
 		}
 		spin_unlock_bh(&link->lock);
 		if (found) {
 			smr_conn_link_down(found);
+			if (waited)
+				sock_put(&found->sk);
 			sock_put(&found->sk);
 		} else if (dying) {
 			usleep_range(1000, 2000);
@@ -1092,7 +1355,8 @@ int smr_links_show(struct seq_file *seq, void *v)
 {
 	struct smr_link *link;
 
-	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS\n");
+	/* the first seven columns are stable; flow control state follows */
+	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS CREDITS OWED WAITING SQ_FREE\n");
 	if (!net_eq(seq_file_single_net(seq), &init_net))
 		return 0;	/* links live in init_net only */
 	spin_lock_bh(&smr_links_lock);
@@ -1102,7 +1366,11 @@ int smr_links_show(struct seq_file *seq, void *v)
 			   link->ibdev ? dev_name(&link->ibdev->dev) : "-");
 		smr_seq_addr(seq, &link->laddr);
 		smr_seq_addr(seq, &link->raddr);
-		seq_printf(seq, " %u\n", READ_ONCE(link->nconns));
+		spin_lock(&link->lock);
+		seq_printf(seq, " %u %u %u %u %u\n", link->nconns,
+			   link->peer_credits, link->credits_owed,
+			   link->ntx_wait, link->sq_free);
+		spin_unlock(&link->lock);
 	}
 	spin_unlock_bh(&smr_links_lock);
 	return 0;
@@ -1192,5 +1460,5 @@ void smr_link_exit(void)
 	/* links that raced into the list behind the flush */
 	while (!list_empty_careful(&smr_links))
 		smr_link_devices_gone(NULL);
-	idr_destroy(&smr_link_ids);
+	xa_destroy(&smr_link_ids);
 }

@@ -40,12 +40,12 @@ static int __init smr_init(void)
 		err = -ENOMEM;
 		goto err_proto;
 	}
-	err = smr_hs_init();
+	err = smr_sysctl_init();
 	if (err)
 		goto err_wq;
 	err = smr_option_init();
 	if (err)
-		goto err_hs;
+		goto err_sysctl;
 	err = smr_ib_init();
 	if (err)
 		goto err_option;
@@ -64,8 +64,8 @@ err_ib:
 	smr_ib_exit();
 err_option:
 	smr_option_exit();
-err_hs:
-	smr_hs_exit();
+err_sysctl:
+	smr_sysctl_exit();
 err_wq:
 	destroy_workqueue(smr_wq);
 err_proto:
@@ -85,7 +85,7 @@ static void __exit smr_exit(void)
 	smr_link_exit();
 	smr_ib_exit();
 	smr_option_exit();
-	smr_hs_exit();
+	smr_sysctl_exit();
 	destroy_workqueue(smr_wq);
 	smr_proto_exit();
 	smr_stats_exit();

@@ -24,9 +24,11 @@
  * inherit it), set and cleared under the inner sk_callback_lock.
  *
  * Listener: @accept_lock (BH-safe spinlock) protects @accept_pending,
- * @accept_ready, @accept_count, @accept_closing and every child's
- * @accept_node and @listener. A child holds a reference on its listener;
- * the listener's release cancels and frees children it still owns.
+ * @accept_ready, @accept_count, @accept_closing, @accept_phantoms and every
+ * child's @accept_node and @listener. @pull_mutex serialises taking
+ * connections off the inner queue (accept work, accept()) with the
+ * listener's stop. A child holds a reference on its listener; the
+ * listener's stop frees children it still owns.
  * Work items and the handshake timer hold a reference on their sock while
  * queued or armed.
  */
@@ -88,7 +90,8 @@ struct smr_conn {
 	struct list_head	wait_node;	/* on link->tx_wait */
 	struct smr_buf		*sndbuf;	/* we copy into it, WRITE from it */
 	struct smr_buf		*rmb;		/* the peer WRITEs into it */
-	long			user_charged;	/* bytes charged to sk_uid */
+	long			user_charged;	/* bytes charged to @charged_uid */
+	kuid_t			charged_uid;	/* sk_uid when charged: it may change */
 	u64			peer_rmb_addr;
 	u32			peer_rmb_rkey;
 	u32			peer_rmb_size;
@@ -113,6 +116,7 @@ struct smr_conn {
 	bool			tx_grown;	/* sock lock: growth was tried */
 	struct timer_list	cork_timer;	/* sends what a cork held back */
 	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
+	struct timer_list	orphan_timer;	/* closed: peer's final overdue */
 	int			tcp_err;
 
 	u64			rx_prod;	/* peer wrote into our RMB */
@@ -133,6 +137,7 @@ struct smr_conn {
 	bool			reset;		/* aborted: ECONNRESET */
 	bool			holds_sock;	/* @active took a sock reference */
 	bool			user_closed;	/* the file is gone */
+	bool			orphan_expired;	/* gave up on the peer's final */
 	u8			abort_reason;	/* enum smr_conn_abort */
 };
 
@@ -172,9 +177,9 @@ struct smr_sock {
 	struct list_head	accept_ready;	/* listener: for accept() */
 	spinlock_t		accept_lock;
 	unsigned int		accept_count;	/* pending + ready */
-	unsigned int		accept_backlog;
+	unsigned int		accept_phantoms; /* of those, counted in the inner queue */
 	bool			accept_closing;
-	bool			accept_plugged;	/* inner queue made to look full */
+	struct mutex		pull_mutex;	/* see above */
 	struct work_struct	accept_work;	/* drains the inner queue */
 
 	atomic64_t		bytes_sent;
@@ -233,6 +238,21 @@ enum smr_negot_result {
 extern int smr_family;
 extern struct workqueue_struct *smr_wq;
 
+/*
+ * Queue @work on smr_wq for @sk; the work drops one sock reference when it
+ * has run. The reference is taken before queue_work(), never after it
+ * succeeded: on another CPU the work may already have run and put it. The
+ * caller holds a reference of its own, so the put of a work that was
+ * queued already is never the last.
+ */
+static inline void smr_sock_queue_work(struct sock *sk,
+				       struct work_struct *work)
+{
+	sock_hold(sk);
+	if (!queue_work(smr_wq, work))
+		sock_put(sk);
+}
+
 /* af_smr.c: the address family and its proto_ops */
 int smr_proto_init(void);
 void smr_proto_exit(void);
@@ -257,6 +277,7 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk);
 void smr_tcp_err_sync(struct smr_sock *smr);
 void smr_tcp_err_consumed(struct smr_sock *smr, int ret);
 bool smr_tcp_was_connected(const struct smr_sock *smr);
+bool smr_tcp_has_unacked(const struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
@@ -286,6 +307,8 @@ struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t);
 struct smr_link *smr_link_find(struct smr_sock *smr, u32 id,
 			       const struct smr_tuple *t);
 void smr_link_put(struct smr_link *link);
+void smr_link_hold(struct smr_link *link);
+void smr_link_fail(struct smr_link *link, const char *why);
 enum smr_link_state smr_link_state(const struct smr_link *link);
 u32 smr_link_peer_id(const struct smr_link *link);
 void smr_link_attach(struct smr_link *link, struct smr_sock *smr);
@@ -294,7 +317,6 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
 		      const u8 *data, u64 tx_pos);
 int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr);
-void smr_link_wait_slot(struct smr_link *link, struct smr_sock *smr);
 void smr_link_devices_gone(struct ib_device *ibdev);
 int smr_links_show(struct seq_file *seq, void *v);
 int smr_conns_show(struct seq_file *seq, void *v);
@@ -356,12 +378,16 @@ void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb);
 void smr_conn_fill_rmb(struct smr_sock *smr, struct smr_hs_rmb *rmb);
 void smr_conn_start(struct smr_sock *smr);
 void smr_conn_unprepare(struct smr_sock *smr);
-void smr_conn_cdc_recv(struct smr_link *link, const u8 *buf, u32 len);
+void smr_conn_cdc_recv(struct smr_link *link, const struct smr_cdc *cdc,
+		       const u8 *data);
 void smr_conn_link_down(struct smr_sock *smr);
 void smr_conn_sent(struct smr_sock *smr, u64 tx_pos, bool ok);
 void smr_conn_abort(struct smr_sock *smr, enum smr_conn_abort why);
 bool smr_conn_close(struct smr_sock *smr);
 bool smr_conn_done_locked(struct smr_conn *conn);
+void smr_conn_put_hold(struct smr_sock *smr);
+void smr_conn_arm_orphan_timer(struct smr_sock *smr);
+extern int smr_orphan_timeout_ms;
 void smr_conn_reset_locked(struct smr_sock *smr, int err);
 void smr_conn_destruct(struct smr_sock *smr);
 bool smr_conn_is_rdma(const struct smr_sock *smr);
@@ -374,7 +400,6 @@ void smr_conn_stop_timers(struct smr_sock *smr);
 /* tx.c / rx.c: the RDMA data path behind the socket calls */
 int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len);
 void smr_tx_push(struct smr_sock *smr);
-void smr_tx_push_locked(struct smr_sock *smr);
 void smr_tx_cork_expired(struct timer_list *t);
 int smr_tx_shutdown(struct smr_sock *smr);
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
@@ -401,9 +426,11 @@ bool smr_hs_pending(const struct smr_sock *smr);
 int smr_hs_wait(struct smr_sock *smr, long timeo);
 void smr_hs_forget_token(struct smr_sock *smr);
 struct smr_sock *smr_hs_token_lookup(u64 token);
-int smr_hs_init(void);
-void smr_hs_exit(void);
 extern int smr_hs_timeout_ms;
+
+/* sysctl.c: net.smr.* */
+int smr_sysctl_init(void);
+void smr_sysctl_exit(void);
 
 /* stats.c: per-network-namespace counters, /proc/net/smr/stats */
 enum smr_stat {
@@ -442,6 +469,9 @@ enum smr_stat {
 	SMR_STAT_BUF_USER_LIMIT,	/* refused: net.smr.mem_user_max */
 	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */
 	SMR_STAT_CDC_INLINE_RECEIVED,
+	SMR_STAT_CREDIT_MSGS_SENT,	/* link messages returning credits */
+	SMR_STAT_CDC_WAITS,		/* CDCs that waited for a slot or credit */
+	SMR_STAT_ORPHANS_EXPIRED,	/* closed conns freed by orphan_timeout_ms */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

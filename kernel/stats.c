@@ -66,6 +66,9 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_BUF_USER_LIMIT]	= "buffers_user_limit",
 	[SMR_STAT_CDC_INLINE_SENT]	= "cdc_inline_sent",
 	[SMR_STAT_CDC_INLINE_RECEIVED]	= "cdc_inline_received",
+	[SMR_STAT_CREDIT_MSGS_SENT]	= "credit_msgs_sent",
+	[SMR_STAT_CDC_WAITS]		= "cdc_waits",
+	[SMR_STAT_ORPHANS_EXPIRED]	= "orphans_expired",
 };
 
 void smr_stat_add(const struct net *net, enum smr_stat stat, s64 delta)

@@ -200,8 +200,7 @@ static void smr_tcp_listen_data_ready(struct sock *tsk)
 	smr = smr_tcp_owner(tsk);
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
-		if (queue_work(smr_wq, &smr->accept_work))
-			sock_hold(&smr->sk);
+		smr_sock_queue_work(&smr->sk, &smr->accept_work);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 	saved(tsk);
@@ -327,6 +326,14 @@ void smr_tcp_err_consumed(struct smr_sock *smr, int ret)
 		return;
 	if (cmpxchg(&smr->tcp_err_mirrored, err, 0) == err)
 		cmpxchg(&smr->sk.sk_err, err, 0);
+}
+
+/* Has TCP bytes of ours the peer did not acknowledge yet? */
+bool smr_tcp_has_unacked(const struct smr_sock *smr)
+{
+	const struct tcp_sock *tp = tcp_sk(smr->tcp->sk);
+
+	return READ_ONCE(tp->snd_una) != READ_ONCE(tp->write_seq);
 }
 
 /* Has the inner connection ever reached ESTABLISHED? */

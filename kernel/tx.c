@@ -248,7 +248,7 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 }
 
 /* Caller holds conn->lock. */
-void smr_tx_push_locked(struct smr_sock *smr)
+static void smr_tx_push_locked(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct smr_cdc cdc = {};
@@ -256,6 +256,7 @@ void smr_tx_push_locked(struct smr_sock *smr)
 	int err;
 	u32 n;
 
+	lockdep_assert_held(&conn->lock);
 	if (!conn->active || !conn->link || conn->tx_final_sent)
 		return;
 	/* before the peer's RMB is known only an ABORT can go */
@@ -307,13 +308,13 @@ void smr_tx_push_locked(struct smr_sock *smr)
 			      &cdc.prod);
 	smr_cursor_from_count(conn->rx_cons, conn->rmb->size, &cdc.cons);
 
+	/*
+	 * -EAGAIN: pushed again when room comes back; -ENOTCONN: the link is
+	 * going down and resets us.
+	 */
 	err = smr_tx_post(smr, &cdc, n);
-	if (err == -EAGAIN) {
-		smr_link_wait_slot(conn->link, smr);
-		return;
-	}
 	if (err)
-		return;		/* the link is going down: it resets us */
+		return;
 
 	conn->tx_seq++;
 	conn->tx_sent += n;
@@ -355,13 +356,18 @@ static void smr_tx_push_unlock(struct smr_sock *smr)
 	__releases(&smr->conn.lock)
 {
 	struct smr_conn *conn = &smr->conn;
-	bool put;
+	bool fin_was_sent = conn->tx_fin_sent;
+	bool put, fin_now;
 
 	smr_tx_push_locked(smr);
+	fin_now = !fin_was_sent && conn->tx_fin_sent;
 	put = smr_conn_done_locked(conn);
 	spin_unlock_bh(&conn->lock);
+	/* a lingering close() waits for the FIN, which may have waited for room */
+	if (fin_now)
+		smr_conn_wake(smr, EPOLLOUT);
 	if (put)
-		sock_put(&smr->sk);
+		smr_conn_put_hold(smr);
 }
 
 /* Any context. */
@@ -424,7 +430,7 @@ static void smr_tx_grow(struct smr_sock *smr)
 	if (!bigger)
 		return;
 	if (bigger->size <= old->size ||
-	    smr_buf_charge_user(smr->sk.sk_uid, bigger->size - old->size)) {
+	    smr_buf_charge_user(conn->charged_uid, bigger->size - old->size)) {
 		smr_buf_put(smr_link_pool(link), bigger);
 		return;
 	}
