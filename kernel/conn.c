@@ -101,14 +101,21 @@ void smr_conn_tcp_failed(struct smr_sock *smr, int err)
 }
 
 /*
- * A TCP writer blocked on a full queue (SOCK_NOSPACE) is woken once room
- * comes back; completions and consumer updates are no event otherwise.
+ * A writer or poller waiting for room (SOCK_NOSPACE) is woken once there
+ * is enough (smr_tx_writable_locked() says why only then); completions and
+ * consumer updates are no event otherwise. Any context, no lock held.
  */
 void smr_conn_write_space(struct smr_sock *smr)
 {
 	struct socket *sock = READ_ONCE(smr->sk.sk_socket);
+	bool writable;
 
-	if (sock && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
+	if (!sock || !test_bit(SOCK_NOSPACE, &sock->flags))
+		return;
+	spin_lock_bh(&smr->conn.lock);
+	writable = smr_tx_writable_locked(&smr->conn);
+	spin_unlock_bh(&smr->conn.lock);
+	if (writable && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
 		smr_conn_wake(smr, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
 }
 

@@ -250,12 +250,12 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 			mask |= EPOLLPRI;
 	}
 	if (!(shutdown & SEND_SHUTDOWN)) {
+		/*
+		 * As TCP: writable once a third of the queue is free (and a
+		 * ring about to grow once it is empty: smr_tx_writable_locked()).
+		 */
 		if (conn->sndbuf) {
-			u64 used = conn->tx_prod - conn->tx_done;
-			u64 free = conn->sndbuf->size - used;
-
-			/* as TCP: writable once a third of the queue is free */
-			if (free && free >= used / 2)
+			if (smr_tx_writable_locked(conn))
 				mask |= EPOLLOUT | EPOLLWRNORM;
 			else
 				set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);

@@ -112,7 +112,7 @@ struct smr_conn {
 	bool			tx_queued;	/* on link->tx_wait */
 	bool			tx_more;	/* last send had MSG_MORE */
 	bool			tx_force;	/* cork timer fired: send all */
-	bool			tx_grow;	/* sock lock: larger ring once empty */
+	bool			tx_grow;	/* larger ring once empty */
 	bool			tx_grown;	/* sock lock: growth was tried */
 	struct timer_list	cork_timer;	/* sends what a cork held back */
 	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
@@ -403,6 +403,7 @@ void smr_tx_push(struct smr_sock *smr);
 void smr_tx_cork_expired(struct timer_list *t);
 int smr_tx_shutdown(struct smr_sock *smr);
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
+bool smr_tx_writable_locked(const struct smr_conn *conn);
 bool smr_rx_cons_update_due(const struct smr_conn *conn);
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags);

@@ -377,13 +377,37 @@ void smr_tx_push(struct smr_sock *smr)
 	smr_tx_push_unlock(smr);
 }
 
+/*
+ * Whether a writer waiting for room (SOCK_NOSPACE) may go on: a third of
+ * the ring free, as TCP wakes writers and pollers, or for a ring about to
+ * grow, an empty one (it is swapped empty). Wakers clear SOCK_NOSPACE only
+ * when this holds (smr_conn_write_space()): one that cleared it on any
+ * other event would leave a writer that checked just before asleep with
+ * nobody left to wake it. Room only grows until the writer adds bytes, so
+ * once true this stays true for it. Caller holds conn->lock.
+ */
+bool smr_tx_writable_locked(const struct smr_conn *conn)
+{
+	u64 used, free;
+
+	lockdep_assert_held(&conn->lock);
+	if (conn->reset || !conn->sndbuf)
+		return true;
+	used = conn->tx_prod - conn->tx_done;
+	if (conn->tx_grow)
+		return !used;
+	free = conn->sndbuf->size - used;
+	return free && free >= used / 2;
+}
+
 static bool smr_tx_writable(struct smr_conn *conn)
 {
-	/* a ring about to grow is swapped empty: wait for that */
-	if (conn->tx_grow)
-		return conn->reset || conn->tx_prod == conn->tx_done;
-	return !conn->sndbuf || conn->reset ||
-	       conn->tx_prod - conn->tx_done < conn->sndbuf->size;
+	bool writable;
+
+	spin_lock_bh(&conn->lock);
+	writable = smr_tx_writable_locked(conn);
+	spin_unlock_bh(&conn->lock);
+	return writable;
 }
 
 /*
@@ -422,7 +446,9 @@ static void smr_tx_grow(struct smr_sock *smr)
 	struct smr_buf *bigger, *old = conn->sndbuf;
 	u32 want = smr_tx_grow_size(smr);
 
+	spin_lock_bh(&conn->lock);
 	conn->tx_grow = false;
+	spin_unlock_bh(&conn->lock);
 	conn->tx_grown = true;
 	if (!want || !link)
 		return;
@@ -481,7 +507,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		struct smr_buf *sndbuf;
 		u64 prod, space;
 		u32 off, n, first;
-		bool empty;
+		bool empty, grow;
 
 		spin_lock_bh(&conn->lock);
 		err = smr_tx_check(smr);
@@ -489,6 +515,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		prod = conn->tx_prod;
 		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
 		empty = prod == conn->tx_done;
+		grow = conn->tx_grow;
 		if (err == -ESHUTDOWN) {
 			smr_conn_reset_locked(smr, EPIPE);
 			spin_unlock_bh(&conn->lock);
@@ -502,13 +529,17 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		if (err)
 			break;
 
-		if (conn->tx_grow && empty) {
+		if (grow && empty) {
 			smr_tx_grow(smr);
 			continue;
 		}
-		if (!space) {
-			if (smr_tx_grow_size(smr))
+		/* a ring about to grow takes no more bytes until it is empty */
+		if (!space || grow) {
+			if (!grow && smr_tx_grow_size(smr)) {
+				spin_lock_bh(&conn->lock);
 				conn->tx_grow = true;
+				spin_unlock_bh(&conn->lock);
+			}
 			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 			smr_tx_push(smr);
 			if (!timeo) {
