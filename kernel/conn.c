@@ -151,6 +151,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	struct smr_conn *conn = &smr->conn;
 	struct smr_buf *rmb, *sndbuf;
 
+	sock_owned_by_me(&smr->sk);
 	rmb = smr_buf_get(link, smr_link_pool(link), smr->local_rmb_size, true);
 	if (!rmb)
 		return -ENOBUFS;
@@ -377,6 +378,7 @@ void smr_conn_reset_locked(struct smr_sock *smr, int err)
 {
 	struct sock *sk = &smr->sk;
 
+	lockdep_assert_held(&smr->conn.lock);
 	smr->conn.reset = true;
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
 	if (!READ_ONCE(sk->sk_err))

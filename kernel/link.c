@@ -676,6 +676,7 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	unsigned int nr_wr = 1;
 	int err;
 
+	lockdep_assert_held(&smr->conn.lock);
 	for (w = writes; w; w = w->next) {
 		w->wr_cqe = &link->unsignalled_cqe;
 		nr_wr++;

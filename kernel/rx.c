@@ -42,6 +42,7 @@ bool smr_rx_cons_update_due(const struct smr_conn *conn)
 	/* what the writer can know is free: it saw only rx_cons_sent */
 	u64 peer_free = size - (conn->rx_prod - conn->rx_cons_sent);
 
+	lockdep_assert_held(&conn->lock);
 	if (!unreported)
 		return false;
 	return conn->rx_peer_blocked ||

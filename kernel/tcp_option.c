@@ -142,6 +142,7 @@ static struct smr_negot *smr_negot_find(const struct smr_tuple *key, u32 hash)
 {
 	struct smr_negot *n;
 
+	lockdep_assert_held(&smr_negot_lock);
 	hash_for_each_possible(smr_negot_table, n, hnode, hash)
 		if (smr_tuple_eq(&n->key, key))
 			return n;
@@ -151,6 +152,7 @@ static struct smr_negot *smr_negot_find(const struct smr_tuple *key, u32 hash)
 /* Caller holds smr_negot_lock. */
 static void smr_negot_unlink(struct smr_negot *n)
 {
+	lockdep_assert_held(&smr_negot_lock);
 	hash_del(&n->hnode);
 	list_del(&n->age_node);
 	smr_negot_count--;

@@ -232,6 +232,7 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 	u8 data[SMR_CDC_INLINE_MAX];
 	int err, fault = SMR_FAULT_NONE;
 
+	lockdep_assert_held(&conn->lock);
 	if (n && conn->peer_cdc_inline && n <= READ_ONCE(smr_cdc_inline_max)) {
 		smr_tx_copy_out(conn, conn->tx_sent, n, data);
 		cdc->inline_len = n;
@@ -446,6 +447,7 @@ static void smr_tx_grow(struct smr_sock *smr)
 	struct smr_buf *bigger, *old = conn->sndbuf;
 	u32 want = smr_tx_grow_size(smr);
 
+	sock_owned_by_me(&smr->sk);
 	spin_lock_bh(&conn->lock);
 	conn->tx_grow = false;
 	spin_unlock_bh(&conn->lock);
@@ -478,6 +480,7 @@ static int smr_tx_check(struct smr_sock *smr)
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
 
+	lockdep_assert_held(&conn->lock);
 	if (READ_ONCE(sk->sk_err))
 		return sock_error(sk) ?: -EPIPE;
 	if (conn->reset || !conn->sndbuf || conn->tx_fin ||
