@@ -33,6 +33,13 @@
 
 int smr_hs_timeout_ms = 3000;
 
+/*
+ * Extra handshake timeouts a client waits while the server's TCP has not even
+ * acknowledged its PROPOSAL (a listener whose accept queue is full drops the
+ * segments): the client gives up after (1 + this) x handshake_timeout_ms.
+ */
+#define SMR_HS_UNACKED_WAITS	3
+
 static DEFINE_HASHTABLE(smr_token_table, 10);
 static DEFINE_SPINLOCK(smr_token_lock);
 
@@ -126,6 +133,7 @@ static void smr_hs_arm_timer(struct smr_sock *smr)
 /* Wake the application: connect() waiters and pollers see the decision. */
 static void smr_hs_finish(struct smr_sock *smr)
 {
+	sock_owned_by_me(&smr->sk);
 	if (smr->hs_sent || smr->hs_received)
 		smr_tcp_fresh_after_handshake(smr);
 	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
@@ -153,6 +161,7 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 {
 	struct sock *tsk = smr->tcp->sk;
 
+	sock_owned_by_me(&smr->sk);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
 	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
@@ -345,6 +354,7 @@ void smr_hs_client_prepare(struct smr_sock *smr)
 	WRITE_ONCE(smr->syn_nonce, nonce);
 	WRITE_ONCE(smr->hs_state, SMR_HS_CONNECTING);
 	smr->hs_wrote = false;
+	smr->hs_unacked_waits = 0;
 	smr_tcp_hook_negotiation(smr, true);
 }
 
@@ -580,6 +590,7 @@ static void smr_hs_work(struct work_struct *work)
 {
 	struct smr_sock *smr = container_of(work, struct smr_sock, hs_work);
 
+	/* every step below runs under the sock lock (see smr_hs_stop()) */
 	lock_sock(&smr->sk);
 	switch (smr->hs_state) {
 	case SMR_HS_CONNECTING:
@@ -603,14 +614,18 @@ static void smr_hs_work(struct work_struct *work)
 	if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
 	    READ_ONCE(smr->hs_timed_out)) {
 		/*
-		 * A PROPOSAL the server's TCP has not acknowledged sits in front
-		 * of a full accept queue (its listener's application is slow to
-		 * accept): a TCP client would wait, and so does this one, for as
-		 * long as TCP retransmits (TCP's own timeout ends it).
+		 * A PROPOSAL the server's TCP has not acknowledged most likely
+		 * sits in front of a full accept queue (its application is slow
+		 * to accept): a TCP client would wait, so this one waits too,
+		 * but only SMR_HS_UNACKED_WAITS more timeouts, so that a path
+		 * that drops handshake segments still ends in a bounded time.
 		 */
 		if (smr->hs_state == SMR_HS_WAIT_ACCEPT &&
-		    smr_tcp_has_unacked(smr))
+		    smr->hs_unacked_waits < SMR_HS_UNACKED_WAITS &&
+		    smr_tcp_has_unacked(smr)) {
+			smr->hs_unacked_waits++;
 			smr_hs_arm_timer(smr);
+		}
 		/* nothing sent yet: the peer never started; TCP is safe */
 		else if (!smr->hs_wrote)
 			smr_hs_fallback(smr, SMR_REASON_HANDSHAKE_TIMEOUT);

@@ -157,6 +157,7 @@ struct smr_sock {
 	u8			hs_state;	/* enum smr_hs_state */
 	bool			hs_wrote;	/* handshake bytes went out */
 	bool			hs_timed_out;	/* set by the timer */
+	u8			hs_unacked_waits; /* timeouts forgiven, PROPOSAL unacked */
 	u32			syn_nonce;	/* non-zero: the SYN offers */
 	u64			local_token;
 	u64			peer_token;

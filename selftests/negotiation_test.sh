@@ -47,7 +47,7 @@ tests=(
 	"tcp_md5_smr|TCP-MD5 to an SMR listener: client option_no_space, server peer_no_smr"
 	"reuseport|two SO_REUSEPORT SMR listeners: 20 connections in mode rdma, data intact"
 	"many_connects|1000 simultaneous non-blocking SMR connects: all in mode rdma, counters consistent"
-	"timeout_client|no ACCEPT comes: client resets after net.smr.handshake_timeout_ms, reason handshake_timeout"
+	"timeout_client|no ACCEPT comes, PROPOSAL unacknowledged: client resets after 4 x net.smr.handshake_timeout_ms, reason handshake_timeout"
 	"timeout_server|no PROPOSAL comes: server falls back (handshake_timeout), no bytes leak"
 	"declined|B without an RDMA device declines in its SYN-ACK: client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake messages, data intact"
 	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"

@@ -45,8 +45,18 @@ log=$repo/build/rdma-test/vm-run$tag.log
 vm_run=${SMR_RDMA_VM_RUN:-$repo/scripts/vm-run}
 expect=${SMR_EXPECT_MODE:-rdma}
 
+# SMR_RDMA_SUITE names the case set: rdma (this file's list and
+# rdma/a_tests.sh's cases) or another suite that reuses this two-guest bed
+# (selftests/rdma/suite_NAME.sh defines its suite_tests list, its case_ID
+# functions for host A and its b_VERB requests for host B).
+suite=${SMR_RDMA_SUITE:-rdma}
+if [ "$suite" != rdma ]; then
+	run=$repo/build/$suite-test/run$tag
+	log=$repo/build/$suite-test/vm-run$tag.log
+fi
+
 # ID|description, in TAP order. The last one is checked here on the host.
-tests=(
+rdma_tests=(
 	"integrity|${SMR_RDMA_CONNS:-100} IPv4 + ${SMR_RDMA_CONNS6:-20} IPv6 AF_SMR connections, random streams both ways at once, random I/O sizes: every byte and both ends' hashes agree, SMR_INFO mode $expect with its byte counters, inner TCP as expected"
 	"rxe|rxe0 packet counters on both hosts cover the integrity payload each way (payload/4096)$([ "$expect" = tcp ] && echo ', inverted: payload not on rxe0')"
 	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
@@ -57,6 +67,16 @@ tests=(
 	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"
 	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)"
 )
+if [ "$suite" = rdma ]; then
+	tests=("${rdma_tests[@]}")
+else
+	suite_file=$repo/selftests/rdma/suite_$suite.sh
+	suite_tests=("$suite|suite file ${suite_file#"$repo"/} defines suite_tests")
+	# shellcheck disable=SC1090
+	[ ! -r "$suite_file" ] || . "$suite_file"
+	tests=("${suite_tests[@]}"
+		"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)")
+fi
 
 diag() { sed 's/^/# /'; }
 
@@ -81,7 +101,7 @@ esac
 for p in socat rdma; do
 	command -v "$p" >/dev/null || missing+=("$p (run scripts/install-deps)")
 done
-mkdir -p "$repo/build/rdma-test"
+mkdir -p "$repo/build/rdma-test" "$(dirname "$run")"
 if ! make -s -C "$repo/selftests/rdma" >"$repo/build/rdma-test/build.log" 2>&1; then
 	missing+=("build/rdma/smr_stream: make -C selftests/rdma failed: $(tail -n 5 "$repo/build/rdma-test/build.log")")
 fi
@@ -97,7 +117,8 @@ fi
 
 env_words=()
 for v in SMR_EXPECT_MODE SMR_RDMA_CONNS SMR_RDMA_BYTES SMR_RDMA_CONNS6 \
-	SMR_RDMA_BYTES6 SMR_RDMA_CORRUPT SMR_RDMA_TESTS; do
+	SMR_RDMA_BYTES6 SMR_RDMA_CORRUPT SMR_RDMA_TESTS SMR_RDMA_SUITE \
+	SMR_STRESS_ITERS SMR_OLD_MODULE; do
 	[ -z "${!v:-}" ] || env_words+=("$v=$(printf '%q' "${!v}")")
 done
 
@@ -165,5 +186,5 @@ for t in "${tests[@]}"; do
 	fi
 done
 
-echo "# rdma: $((n - fails)) of $n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
+echo "# $suite: $((n - fails)) of $n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
 [ "$fails" = 0 ]

@@ -88,7 +88,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -107,6 +107,8 @@ suite_negotiation() {
 	run_suite "negotiation$at" 0 "$repo/selftests/negotiation_test.sh"
 }
 suite_rdma() { run_suite "rdma$at" 0 "$repo/selftests/rdma_test.sh"; }
+suite_stress() { run_suite "stress$at" 0 "$repo/selftests/stress_test.sh"; }
+suite_faults() { run_suite "faults$at" 0 "$repo/selftests/faults_test.sh"; }
 
 all_suites=(build wire vm_run api preload devices negotiation apps rdma)
 if [ -n "${SMR_TEST_LIST:-}" ]; then

@@ -166,6 +166,13 @@ b_kmemleak() {
 	rdma_kmemleak
 }
 
+# Another suite on this bed brings its own b_VERB requests.
+if [ -n "${SMR_RDMA_SUITE:-}" ] && [ "$SMR_RDMA_SUITE" != rdma ]; then
+	suite_tests=()
+	# shellcheck disable=SC1090
+	. "$RDMA_DIR/suite_$SMR_RDMA_SUITE.sh"
+fi
+
 case ${1:-} in
 service)
 	mkdir -p "$work"
