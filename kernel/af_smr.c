@@ -936,7 +936,7 @@ int smr_af_init(void)
 	smr_family_ops.family = smr_family;
 	err = sock_register(&smr_family_ops);
 	if (err)
-		pr_err("smr: cannot register address family %d (%d): choose another with family=\n",
+		pr_err("cannot register address family %d (%d): choose another with family=\n",
 		       smr_family, err);
 	return err;
 }

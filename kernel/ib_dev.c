@@ -18,7 +18,9 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/seq_file_net.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
@@ -129,6 +131,9 @@ int smr_ib_devices_show(struct seq_file *seq, void *v)
 	struct smr_ib_dev *d;
 	u32 i;
 
+	/* links, hence the devices SMR uses, live in init_net only */
+	if (!net_eq(seq_file_single_net(seq), &init_net))
+		return 0;
 	mutex_lock(&smr_ib_lock);
 	list_for_each_entry(d, &smr_ib_devs, node) {
 		for (i = 0; i < d->nports; i++) {

@@ -62,10 +62,13 @@
  */
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/seq_file_net.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <net/ipv6.h>
@@ -236,7 +239,7 @@ static void smr_link_down(struct smr_link *link)
 /* A connection found the link broken (@why): it goes, counted. */
 void smr_link_fail(struct smr_link *link, const char *why)
 {
-	pr_info_ratelimited("smr: link %u: %s: link down\n", link->id, why);
+	pr_info_ratelimited("link %u: %s: link down\n", link->id, why);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 	smr_link_down(link);
 }
@@ -336,7 +339,7 @@ static void smr_link_wc_error(struct smr_link *link, struct ib_wc *wc)
 	if (wc->status == IB_WC_WR_FLUSH_ERR &&
 	    READ_ONCE(link->state) == SMR_LINK_DEAD)
 		return;
-	pr_info_ratelimited("smr: link %u: work completion status %d (%s): link down\n",
+	pr_info_ratelimited("link %u: work completion status %d (%s): link down\n",
 			    link->id, wc->status, ib_wc_status_msg(wc->status));
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 	smr_link_down(link);
@@ -750,7 +753,7 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
 	case IB_EVENT_QP_REQ_ERR:
 	case IB_EVENT_QP_ACCESS_ERR:
 	case IB_EVENT_DEVICE_FATAL:
-		pr_info_ratelimited("smr: link %u: %s: link down\n", link->id,
+		pr_info_ratelimited("link %u: %s: link down\n", link->id,
 				    ib_event_msg(event->event));
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 		smr_link_down(link);
@@ -1378,8 +1381,22 @@ int smr_links_show(struct seq_file *seq, void *v)
 }
 
 /*
+ * Tokens address a connection on the wire and cursors tell its traffic:
+ * only the socket's owner and the namespace's admin read them, as
+ * /proc/net/tcp keeps sockets' inodes and uids but no sequence numbers.
+ */
+static bool smr_seq_may_see(struct seq_file *seq, const struct sock *sk)
+{
+	const struct cred *reader = seq->file->f_cred;
+
+	return uid_eq(reader->fsuid, READ_ONCE(sk->sk_uid)) ||
+	       file_ns_capable(seq->file, sock_net(sk)->user_ns, CAP_NET_ADMIN);
+}
+
+/*
  * /proc/net/smr/conns: every connection attached to a link, with its
- * cursors and close state (debugging what holds buffers).
+ * cursors and close state (debugging what holds buffers). Other users'
+ * connections show their close state only.
  */
 int smr_conns_show(struct seq_file *seq, void *v)
 {
@@ -1395,6 +1412,13 @@ int smr_conns_show(struct seq_file *seq, void *v)
 		list_for_each_entry(smr, &link->conns, conn.link_node) {
 			struct smr_conn *c = &smr->conn;
 
+			if (!smr_seq_may_see(seq, &smr->sk)) {
+				seq_printf(seq, "%u - - %u %u %u %u %u %u - - - - - -\n",
+					   link->id, READ_ONCE(smr->mode),
+					   c->active, c->reset, c->user_closed,
+					   c->tx_final_sent, c->rx_final);
+				continue;
+			}
 			seq_printf(seq, "%u %016llx %016llx %u %u %u %u %u %u %llu %llu %llu %llu %llu %llu\n",
 				   link->id, smr->local_token, smr->peer_token,
 				   READ_ONCE(smr->mode), c->active, c->reset,
@@ -1444,7 +1468,7 @@ int smr_link_init(void)
 	if (!err)
 		err = rdma_listen(id, 128);
 	if (err) {
-		pr_err("smr: rdma_cm listener on port %u: %d (choose another with cm_port=)\n",
+		pr_err("rdma_cm listener on port %u: %d (choose another with cm_port=)\n",
 		       smr_cm_port, err);
 		rdma_destroy_id(id);
 		return err;

@@ -24,7 +24,7 @@ static int __init smr_init(void)
 	int err;
 
 	if (smr_family <= 0 || smr_family >= NPROTO) {
-		pr_err("smr: family=%d out of range 1..%d\n", smr_family,
+		pr_err("family=%d out of range 1..%d\n", smr_family,
 		       NPROTO - 1);
 		return -EINVAL;
 	}
@@ -55,7 +55,7 @@ static int __init smr_init(void)
 	err = smr_af_init();
 	if (err)
 		goto err_link;
-	pr_info("smr: address family %d registered\n", smr_family);
+	pr_info("address family %d registered\n", smr_family);
 	return 0;
 
 err_link:
@@ -96,4 +96,5 @@ module_exit(smr_exit);
 
 MODULE_DESCRIPTION("SMR: shared-memory sockets over RDMA");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(SMR_MODULE_VERSION);
 MODULE_ALIAS_NETPROTO(SMR_FAMILY_DEFAULT);

@@ -99,8 +99,10 @@ static int smr_stats_show(struct seq_file *seq, void *v)
 	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
 		seq_printf(seq, "fallback_%s %lld\n", smr_reason_name(i),
 			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
-	seq_printf(seq, "buffer_bytes_pinned %ld\n",
-		   atomic_long_read(&smr_buf_mem_used));
+	/* buffers belong to links, which live in init_net only */
+	if (net_eq(seq_file_single_net(seq), &init_net))
+		seq_printf(seq, "buffer_bytes_pinned %ld\n",
+			   atomic_long_read(&smr_buf_mem_used));
 	return 0;
 }
 

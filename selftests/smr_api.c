@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -2970,6 +2971,29 @@ static int lo_up(void)
  * A socket made in a fresh network namespace works on that namespace's
  * loopback and cannot see a listener of the parent namespace.
  */
+/*
+ * In a forked child (no harness asserts there): listener @l on @to (port 0
+ * is filled in) and a connected pair @c/@s through it; exits on failure.
+ */
+static void child_pair(const SELF *self, struct sockaddr_storage *to,
+		       socklen_t len, int *l, int *c, int *s)
+{
+	int ret;
+
+	*l = xsocket(self, self->af, SOCK_STREAM);
+	CHILD_CHECK(*l >= 0, "socket: %s", strerror(-*l));
+	CHILD_CHECK(xbind(*l, to, len) == 0, "bind");
+	CHILD_CHECK(xlisten(*l, 4) == 0, "listen");
+	len = sizeof(*to);
+	CHILD_CHECK(getsockname(*l, SA(to), &len) == 0, "getsockname");
+	*c = xsocket(self, self->af, SOCK_STREAM);
+	CHILD_CHECK(*c >= 0, "socket");
+	ret = xconnect(*c, to, af_len(self->af));
+	CHILD_CHECK(ret == 0, "connect: %s", strerror(-ret));
+	*s = xaccept(*l, 0);
+	CHILD_CHECK(*s >= 0, "accept: %s", strerror(-*s));
+}
+
 TEST_F(smr_api, netns)
 {
 	struct sockaddr_storage outer, to;
@@ -3003,19 +3027,8 @@ TEST_F(smr_api, netns)
 				    "no %s in the new netns", SMR_STATS_PATH);
 			CHILD_CHECK(created == 0, "sockets_created %lld", created);
 		}
-		l = xsocket(self, self->af, SOCK_STREAM);
-		CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
 		len = loopback_addr(self->af, 0, &to);
-		CHILD_CHECK(xbind(l, &to, len) == 0, "bind");
-		CHILD_CHECK(xlisten(l, 4) == 0, "listen");
-		len = sizeof(to);
-		CHILD_CHECK(getsockname(l, SA(&to), &len) == 0, "getsockname");
-		c = xsocket(self, self->af, SOCK_STREAM);
-		CHILD_CHECK(c >= 0, "socket");
-		ret = xconnect(c, &to, af_len(self->af));
-		CHILD_CHECK(ret == 0, "connect in netns: %s", strerror(-ret));
-		s = xaccept(l, 0);
-		CHILD_CHECK(s >= 0, "accept: %s", strerror(-s));
+		child_pair(self, &to, len, &l, &c, &s);
 		CHILD_CHECK(xsend(c, "ns", 2, 0) == 2, "send");
 		CHILD_CHECK(recv_upto(s, buf, 2, SOON_MS) == 2, "recv");
 		CHILD_CHECK(!memcmp(buf, "ns", 2), "data");
@@ -3348,6 +3361,126 @@ static bool smr_token_listed(uint64_t token)
 		found = strstr(line, hex);
 	fclose(f);
 	return found;
+}
+
+/* Lines of /proc/net/smr/conns (header excluded); @hidden: "ID - - ..." only. */
+static int smr_conns_lines(bool hidden)
+{
+	FILE *f = fopen("/proc/net/smr/conns", "r");
+	char line[512];
+	int n = -1;
+	unsigned int id;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (n++ < 0)
+			continue;	/* the header */
+		if (hidden && !(sscanf(line, "%u - - ", &id) == 1 &&
+				strstr(line, " - - ")))
+			n--;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * /proc/net/smr/conns is world-readable: another user sees that a
+ * connection exists and its close state, never its tokens (they address it
+ * on the wire) or cursors; the owner sees its own. TCP sockets are never
+ * listed. A new network namespace sees no connection, device or pinned
+ * buffers of the initial one (links and devices live there).
+ */
+TEST_F(smr_api, proc_conns_owner_only)
+{
+	struct sockaddr_storage to;
+	uint64_t tok_c = 0, tok_s = 0;
+	struct smr_info ci;
+	socklen_t len = sizeof(ci);
+	int cli, srv, before, ret;
+	pid_t pid;
+
+	before = smr_conns_lines(false);
+	PAIR(&cli, &srv);
+	if (self->smr) {
+		ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+		ASSERT_EQ(SMR_MODE_RDMA, ci.mode);
+		tok_c = ci.local_token;
+		tok_s = ci.peer_token;
+		EXPECT_TRUE(smr_token_listed(tok_c));
+		EXPECT_TRUE(smr_token_listed(tok_s));
+	} else if (before >= 0) {
+		EXPECT_EQ(before, smr_conns_lines(false));
+	}
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		uint64_t own = 0;
+		int l, c, s;
+
+		CHILD_CHECK(setgroups(0, NULL) == 0, "setgroups: %m");
+		CHILD_CHECK(setresgid(65534, 65534, 65534) == 0, "setresgid: %m");
+		CHILD_CHECK(setresuid(65534, 65534, 65534) == 0, "setresuid: %m");
+		if (!self->smr)
+			_exit(0);
+		CHILD_CHECK(!smr_token_listed(tok_c), "root's token %016llx shown to nobody",
+			    (unsigned long long)tok_c);
+		CHILD_CHECK(!smr_token_listed(tok_s), "root's token %016llx shown to nobody",
+			    (unsigned long long)tok_s);
+		CHILD_CHECK(smr_conns_lines(true) >= 2, "%d hidden lines, want root's 2",
+			    smr_conns_lines(true));
+		/* nobody's own connection shows its tokens to nobody */
+		len = self_addr(self, self->af, 0, &to);
+		child_pair(self, &to, len, &l, &c, &s);
+		len = sizeof(ci);
+		CHILD_CHECK(smr_info_get(c, &ci, &len) == 0, "SMR_INFO: %m");
+		CHILD_CHECK(ci.mode == SMR_MODE_RDMA, "nobody's mode %u", ci.mode);
+		own = ci.local_token;
+		CHILD_CHECK(smr_token_listed(own), "nobody's own token %016llx hidden",
+			    (unsigned long long)own);
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_child(pid));
+
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		long long pinned;
+		FILE *f;
+		char line[256];
+		int n = 0;
+
+		if (unshare(CLONE_NEWNET)) {
+			CHILD_CHECK(errno == EPERM, "unshare: %m");
+			_exit(CHILD_SKIP);
+		}
+		if (!self->smr)
+			_exit(0);
+		CHILD_CHECK(smr_conns_lines(false) == 0, "new netns lists %d conns",
+			    smr_conns_lines(false));
+		f = fopen("/proc/net/smr/devices", "r");
+		CHILD_CHECK(f, "devices: %m");
+		while (fgets(line, sizeof(line), f))
+			n++;
+		fclose(f);
+		CHILD_CHECK(n == 0, "new netns lists %d devices", n);
+		CHILD_CHECK(smr_stat_read("buffer_bytes_pinned", &pinned) != 0,
+			    "new netns shows buffer_bytes_pinned %lld", pinned);
+		_exit(0);
+	}
+	ret = wait_child(pid);
+	if (ret == CHILD_SKIP)
+		SKIP(goto out, "no permission to create a network namespace");
+	EXPECT_EQ(0, ret);
+	if (self->smr) {
+		long long pinned;
+
+		EXPECT_EQ(0, smr_stat_read("buffer_bytes_pinned", &pinned));
+	}
+out:
+	close(cli);
+	close(srv);
 }
 
 /*
