@@ -244,6 +244,11 @@ static int smr_buf_register(struct smr_link *link, struct smr_buf *buf)
 	n = ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL, PAGE_SIZE);
 	if (n != buf->nents)
 		return n < 0 ? n : -EINVAL;
+	/*
+	 * Zero-based: the peer addresses the ring by offset, and no kernel
+	 * address (rxe and siw map by virtual address) leaves the host.
+	 */
+	buf->mr->iova = 0;
 
 	if (buf->registered) {
 		inv.opcode = IB_WR_LOCAL_INV;

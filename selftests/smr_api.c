@@ -37,6 +37,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <linux/if_ether.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <linux/smr.h>
@@ -3361,6 +3362,87 @@ static bool smr_token_listed(uint64_t token)
 		found = strstr(line, hex);
 	fclose(f);
 	return found;
+}
+
+/* TCP payload of packet @pkt (IPv4 or IPv6) of @len bytes; NULL if none. */
+static const unsigned char *pkt_tcp_payload(const unsigned char *pkt,
+					    size_t len, size_t *plen)
+{
+	size_t ip_len, off;
+
+	if (len >= 20 && pkt[0] >> 4 == 4 && pkt[9] == IPPROTO_TCP)
+		ip_len = (pkt[0] & 15) * 4;
+	else if (len >= 40 && pkt[0] >> 4 == 6 && pkt[6] == IPPROTO_TCP)
+		ip_len = 40;
+	else
+		return NULL;
+	if (len < ip_len + 20)
+		return NULL;
+	off = ip_len + (pkt[ip_len + 12] >> 4) * 4;
+	if (len <= off)
+		return NULL;
+	*plen = len - off;
+	return pkt + off;
+}
+
+static uint64_t be64_at(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * Captured on the wire: the RMB address each end announces (ACCEPT at
+ * offset 60, CONFIRM at 24) is an offset into a zero-based memory region,
+ * 0, never a kernel address; the application's bytes then go by RDMA, not
+ * on TCP. Plain TCP carries the bytes and no handshake.
+ */
+TEST_F(smr_api, rmb_addr_on_wire_is_offset)
+{
+	static unsigned char pkt[65536];
+	int ps, cli, srv, accepts = 0, confirms = 0, data = 0;
+	struct timeval tv = { .tv_usec = 100000 };
+	const unsigned char *p;
+	long long deadline;
+	char buf[8];
+	size_t plen;
+	ssize_t n;
+
+	ps = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL));
+	ASSERT_LE(0, ps) TH_LOG("AF_PACKET: %m");
+	ASSERT_EQ(0, setsockopt(ps, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	PAIR(&cli, &srv);
+	ASSERT_EQ(8, xsend(cli, "rmb-test", 8, 0));
+	ASSERT_EQ(8, recv_upto(srv, buf, 8, SOON_MS));
+	deadline = smr_now_ms() + 1500;
+	while (smr_now_ms() < deadline) {
+		n = recv(ps, pkt, sizeof(pkt), 0);
+		p = n > 0 ? pkt_tcp_payload(pkt, n, &plen) : NULL;
+		if (!p)
+			continue;
+		if (plen >= 8 && !memcmp(p, "rmb-test", 8))
+			data++;
+		if (plen < 8 || memcmp(p, "SMRH", 4))
+			continue;
+		if (p[5] == 2 && plen >= 68) {
+			EXPECT_EQ(0, be64_at(p + 60));
+			accepts++;
+		} else if (p[5] == 3 && plen >= 32) {
+			EXPECT_EQ(0, be64_at(p + 24));
+			confirms++;
+		}
+	}
+	close(ps);
+	/* AF_PACKET on loopback sees each segment once per direction */
+	EXPECT_EQ(self->smr, accepts > 0);
+	EXPECT_EQ(self->smr, confirms > 0);
+	EXPECT_EQ(!self->smr, data > 0);
+	close(cli);
+	close(srv);
 }
 
 /* Lines of /proc/net/smr/conns (header excluded); @hidden: "ID - - ..." only. */
