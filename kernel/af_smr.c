@@ -569,6 +569,7 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 	/* room for one more: pull the next one from the inner queue */
 	smr_sock_queue_work(lsk, &lsmr->accept_work);
 
+	smr_tcp_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);
 	smr_want_sol_socket(newsock);
 	smr_tcp_redirect_wq(child, smr_conn_is_rdma(child) ? child->tcp :
@@ -694,6 +695,21 @@ static int smr_shutdown(struct socket *sock, int how)
 	return err;
 }
 
+/* SOL_SMR: SMR_REUSEPORT is SO_REUSEPORT where SOL_SOCKET cannot reach us. */
+static int smr_setsockopt_smr(struct smr_sock *smr, struct socket *tcp,
+			      int optname, sockptr_t optval,
+			      unsigned int optlen)
+{
+	int err;
+
+	if (optname != SMR_REUSEPORT)
+		return -ENOPROTOOPT;
+	err = sock_setsockopt(tcp, SOL_SOCKET, SO_REUSEPORT, optval, optlen);
+	if (!err)
+		smr_tcp_sync_sockopts(smr);
+	return err;
+}
+
 static int smr_setsockopt(struct socket *sock, int level, int optname,
 			  sockptr_t optval, unsigned int optlen)
 {
@@ -702,7 +718,7 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 	int err;
 
 	if (level == SOL_SMR)
-		return -ENOPROTOOPT;
+		return smr_setsockopt_smr(smr, tcp, optname, optval, optlen);
 	if (level != SOL_SOCKET) {
 		err = tcp->ops->setsockopt(tcp, level, optname, optval, optlen);
 		/* uncorking or TCP_NODELAY sends what was held back */

@@ -284,8 +284,12 @@ void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT
 static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
+static inline void smr_tcp_inherit_sockopts(struct smr_sock *child,
+					    const struct smr_sock *listener) { }
 #else
 void smr_tcp_copy_sockopts(struct smr_sock *smr);
+void smr_tcp_inherit_sockopts(struct smr_sock *child,
+			      const struct smr_sock *listener);
 #endif
 
 /* tcp_option.c: the SMR TCP option and the negotiation records */

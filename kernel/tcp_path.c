@@ -395,6 +395,29 @@ void smr_tcp_copy_sockopts(struct smr_sock *smr)
 	}
 	release_sock(tsk);
 }
+
+/*
+ * A listener's SO_SNDBUF/SO_RCVBUF set after listen() reach its inner
+ * socket only on its next operation, after children were cloned from it: an
+ * accepted child takes them here, as TCP's children inherit the listener's.
+ */
+void smr_tcp_inherit_sockopts(struct smr_sock *child,
+			      const struct smr_sock *listener)
+{
+	const struct sock *lsk = &listener->sk;
+	struct sock *sk = &child->sk;
+	/* a plain read: sk_userlocks is a bit-field before 6.2 */
+	u8 locks = lsk->sk_userlocks & (SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK);
+
+	lock_sock(sk);
+	if (locks & SOCK_SNDBUF_LOCK)
+		WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(lsk->sk_sndbuf));
+	if (locks & SOCK_RCVBUF_LOCK)
+		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
+	sk->sk_userlocks |= locks;
+	release_sock(sk);
+	smr_tcp_copy_sockopts(child);
+}
 #endif
 
 /*

@@ -72,6 +72,7 @@
 
 typedef int (*smr_socket_fn)(int, int, int);
 typedef int (*smr_addr_fn)(int, const struct sockaddr *, socklen_t);
+typedef int (*smr_setsockopt_fn)(int, int, int, const void *, socklen_t);
 
 struct smr_prefix {
 	int		family;		/* AF_INET or AF_INET6 */
@@ -89,6 +90,7 @@ static struct {
 	smr_socket_fn	real_socket;
 	smr_addr_fn	real_bind;
 	smr_addr_fn	real_connect;
+	smr_setsockopt_fn real_setsockopt;
 	bool		enabled;	/* module present and knobs valid */
 	bool		verbose;
 	bool		filter;		/* SMR_PORTS or SMR_ADDRS given */
@@ -298,6 +300,7 @@ static void smr_init(void)
 	smr_cfg.real_socket = (smr_socket_fn)dlsym(RTLD_NEXT, "socket");
 	smr_cfg.real_bind = (smr_addr_fn)dlsym(RTLD_NEXT, "bind");
 	smr_cfg.real_connect = (smr_addr_fn)dlsym(RTLD_NEXT, "connect");
+	smr_cfg.real_setsockopt = (smr_setsockopt_fn)dlsym(RTLD_NEXT, "setsockopt");
 	if (smr_env_true("SMR_DISABLE"))
 		return;
 	smr_cfg.verbose = smr_env_true("SMR_VERBOSE");
@@ -694,4 +697,29 @@ SMR_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (smr_cfg.real_connect)
 		return smr_cfg.real_connect(fd, addr, len);
 	return (int)syscall(SYS_connect, fd, addr, len);
+}
+
+/*
+ * SO_REUSEPORT on an SMR socket: kernels before 6.2 refuse it (EOPNOTSUPP,
+ * outside AF_INET and AF_INET6) before SMR sees it; SOL_SMR's SMR_REUSEPORT
+ * does the same. Any other option, or any other socket, goes through as is.
+ */
+SMR_EXPORT int setsockopt(int fd, int level, int name, const void *val,
+			  socklen_t len)
+{
+	int ret, saved;
+
+	if (smr_cfg.real_setsockopt)
+		ret = smr_cfg.real_setsockopt(fd, level, name, val, len);
+	else
+		ret = (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+	saved = errno;
+	if (ret == 0 || saved != EOPNOTSUPP || level != SOL_SOCKET ||
+	    name != SO_REUSEPORT || !smr_cfg.enabled)
+		return ret;
+	if (smr_getint(fd, SOL_SOCKET, SO_DOMAIN) == smr_cfg.family &&
+	    syscall(SYS_setsockopt, fd, SOL_SMR, SMR_REUSEPORT, val, len) == 0)
+		return 0;
+	errno = saved;
+	return ret;
 }

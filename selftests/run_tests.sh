@@ -88,7 +88,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma stress faults "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults failinject "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -109,6 +109,9 @@ suite_negotiation() {
 suite_rdma() { run_suite "rdma$at" 0 "$repo/selftests/rdma_test.sh"; }
 suite_stress() { run_suite "stress$at" 0 "$repo/selftests/stress_test.sh"; }
 suite_faults() { run_suite "faults$at" 0 "$repo/selftests/faults_test.sh"; }
+suite_failinject() {
+	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
+}
 
 all_suites=(build wire vm_run api preload devices negotiation apps rdma)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
@@ -116,7 +119,11 @@ if [ -n "${SMR_TEST_LIST:-}" ]; then
 	exit 0
 fi
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=("${all_suites[@]}")
+if [ ${#suites[@]} = 0 ]; then
+	suites=("${all_suites[@]}")
+	# fault injection needs the debug kernel's failslab (make check-debug)
+	[ "${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-}}" != debug ] || suites+=(failinject)
+fi
 
 export SMR_VM_SMP=${SMR_VM_SMP:-2}
 read -ra kernels <<<"${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-6.12}}"
@@ -140,6 +147,7 @@ use_kernel() {
 		export SMR_RDMA_TIMEOUT=${SMR_RDMA_TIMEOUT:-3600}
 		export SMR_NEGOT_TIMEOUT=${SMR_NEGOT_TIMEOUT:-3600}
 		export SMR_APPS_TIMEOUT=${SMR_APPS_TIMEOUT:-3600}
+		export SMR_FAIL_TIMEOUT=${SMR_FAIL_TIMEOUT:-3600}
 		;;
 	esac
 }

@@ -33,6 +33,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -219,6 +220,31 @@ static int xshutdown(int fd, int how)
 static int xsetint(int fd, int level, int name, int val)
 {
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
+}
+
+/* Is the running kernel older than @major.@minor? */
+static bool kernel_before(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma < major || (ma == major && mi < minor);
+}
+
+/*
+ * SO_REUSEPORT: on SMR sockets of kernels before 6.2 the socket layer
+ * refuses it (EOPNOTSUPP) before SMR sees it, and SOL_SMR's SMR_REUSEPORT
+ * stands in, as the preload helper does; anywhere else that is a failure.
+ */
+static int set_reuseport(const SELF *self, int fd, int val)
+{
+	int ret = xsetint(fd, SOL_SOCKET, SO_REUSEPORT, val);
+
+	if (ret == -EOPNOTSUPP && self->smr && kernel_before(6, 2))
+		ret = xsetint(fd, SOL_SMR, SMR_REUSEPORT, val);
+	return ret;
 }
 
 /* getsockopt of an int; also insists on TCP's optlen of sizeof(int). */
@@ -810,8 +836,8 @@ TEST_F(smr_api, bind_reuseport)
 	int cli, srv = -1, i;
 	socklen_t len = self_addr(self, self->af, 0, &ss);
 
-	ASSERT_EQ(0, xsetint(a, SOL_SOCKET, SO_REUSEPORT, 1));
-	ASSERT_EQ(0, xsetint(b, SOL_SOCKET, SO_REUSEPORT, 1));
+	ASSERT_EQ(0, set_reuseport(self, a, 1));
+	ASSERT_EQ(0, set_reuseport(self, b, 1));
 	ASSERT_EQ(0, xbind(a, &ss, len));
 	len = sizeof(la);
 	ASSERT_EQ(0, getsockname(a, SA(&la), &len));
@@ -2437,12 +2463,22 @@ TEST_F(smr_api, opt_reuse)
 	EXPECT_EQ(0, v);
 	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
 	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEPORT, 1));
+	ASSERT_EQ(0, set_reuseport(self, fd, 1));
 	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
 	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEPORT, 0));
+	ASSERT_EQ(0, set_reuseport(self, fd, 0));
 	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
 	EXPECT_EQ(0, v);
+	/* SOL_SMR's stand-in works on every kernel; TCP has no SOL_SMR */
+	if (self->smr) {
+		ASSERT_EQ(0, xsetint(fd, SOL_SMR, SMR_REUSEPORT, 1));
+		ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
+		EXPECT_EQ(1, v);
+		EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SMR, 99, 1));
+	} else {
+		EXPECT_NE(0, xsetint(fd, SOL_SMR, SMR_REUSEPORT, 1));
+	}
+	close(fd);
 }
 
 TEST_F(smr_api, opt_rcvtimeo)

@@ -31,6 +31,15 @@
 /* getsockopt(fd, SOL_SMR, SMR_INFO, &struct smr_info, &len) */
 #define SMR_INFO		1
 
+/*
+ * setsockopt(fd, SOL_SMR, SMR_REUSEPORT, &int, sizeof(int)): SO_REUSEPORT.
+ * Before 6.2 the socket layer keeps SOL_SOCKET options from a family's own
+ * setsockopt, and stable kernels refuse SO_REUSEPORT outside AF_INET and
+ * AF_INET6 (EOPNOTSUPP): there, this sets it (getsockopt(SO_REUSEPORT)
+ * reads it back). The preload helper falls back to it by itself.
+ */
+#define SMR_REUSEPORT		2
+
 /* How the socket's bytes travel. */
 enum smr_mode {
 	SMR_MODE_PENDING	= 0,	/* not connected yet, or deciding */
