@@ -71,13 +71,15 @@ if [ ! -d $dbg/failslab ] || [ ! -e $dbg/failslab/require-start ]; then
 		"this kernel has no $dbg/failslab/require-start: run on the debug kernel (make check-debug)"
 	exit 1
 fi
-read -r _ size _ _ _ base < <(awk '$1 == "smr"' /proc/modules)
+# (the guests have no /dev/fd: no process substitution)
+read -r _ size _ _ _ base _ <<<"$(awk '$1 == "smr"' /proc/modules)"
 if [ -z "${base:-}" ]; then
 	tap fail "smr.ko loaded" "smr is not in /proc/modules"
 	exit 1
 fi
-start=$((base))
-end=$((base + size))
+# kernel addresses overflow bash's signed arithmetic: print them unsigned
+start=$(printf '%u' "$base")
+end=$(printf '%u' "$((base + size))")
 for d in failslab fail_page_alloc; do
 	set_attr $d probability 0
 	set_attr $d interval 1
@@ -169,7 +171,7 @@ for r in $(seq "$rounds"); do
 		[ -n "$e" ] || continue
 		errnos[$e]=$(( ${errnos[$e]:-0} + 1 ))
 		err_conns=$((err_conns + 1))
-	done < <(grep '^conn ' "$work/r$r.client" | grep -v ' ok=1' | sed -n 's/.* err=\([A-Z0-9]*\).*/\1/p')
+	done <<<"$(grep '^conn ' "$work/r$r.client" | grep -v ' ok=1' | sed -n 's/.* err=\([A-Z0-9]*\).*/\1/p')"
 	if ! wait_sockets "$base_active"; then
 		stuck=$((stuck + 1))
 		echo "round $r: sockets_active $(stat sockets_active), baseline $base_active" >>"$work/bad.txt"
@@ -181,8 +183,10 @@ inject off
 
 injected=$(dmesg | grep -c 'FAULT_INJECTION: forcing a failure')
 # the first smr frame of each injected failure's stack: its call site
+# (a reliable frame "func+0x../0x.. [smr]", not a "? " guess)
 dmesg | awk '/FAULT_INJECTION: forcing a failure/ { want = 1; next }
-	want && /\[smr\]/ { sub(/^.*\] +/, ""); sub(/\+0x.*/, ""); print; want = 0 }' |
+	want && /\+0x[0-9a-f]+\/0x[0-9a-f]+ \[smr\]/ && !/ \? / {
+		sub(/^.*\] +/, ""); sub(/\+0x.*/, ""); print; want = 0 }' |
 	sort | uniq -c | sort -rn >"$work/sites.txt"
 cp "$work/sites.txt" "$out/failinject-sites.txt" 2>/dev/null
 sites=$(wc -l <"$work/sites.txt")
