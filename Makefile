@@ -21,8 +21,10 @@
 #   make style         checkpatch --strict;  make sparse: C=1 on both kernels
 #   make install       install smr.ko, smr_run and its library on this machine
 #
-# W=1 and C=1 pass through to Kbuild. Every target installs what it needs
-# with scripts/install-deps first.
+# W=1 and C=1 pass through to Kbuild. Building (make, module-*, user) only
+# builds; make deps installs the packages (scripts/install-deps), and the
+# targets that run something (check*, demo, bench, style, sparse, install,
+# debug-kernel) call it first, so the README's two commands need nothing else.
 
 SHELL := /bin/bash
 REPO := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -40,16 +42,16 @@ all: modules
 deps:
 	@$(REPO)/scripts/install-deps
 
-modules: deps
+modules:
 	@kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(REPO)/scripts/kdir $(KVER_MAIN)); \
 	$(MAKE) -C "$$kdir" M=$(REPO) modules
 
 # Kbuild (before 6.13) builds in the source tree, so other kernels build
 # from a copy of the sources under build/kernels/VERSION.
-module-old: deps
+module-old:
 	@$(REPO)/scripts/build-copy $(KVER_OLD)
 
-module-rt: deps
+module-rt:
 	@$(REPO)/scripts/build-copy rt
 
 modules-all: modules module-old module-rt
@@ -62,7 +64,7 @@ debug-kernel: deps
 modules-debug: debug-kernel
 	@$(REPO)/scripts/build-copy debug
 
-user: deps
+user:
 	$(MAKE) -C $(REPO)/scripts
 	$(MAKE) -C $(REPO)/selftests
 	$(MAKE) -C $(REPO)/selftests/wire
@@ -70,25 +72,25 @@ user: deps
 
 selftests: user
 
-check: modules user
+check: deps modules user
 	@$(REPO)/selftests/run_tests.sh
 
 # An hour-long kernel build is never started implicitly: check-debug needs
 # make debug-kernel (or modules-debug) first.
-check-debug: modules user
+check-debug: deps modules user
 	@$(REPO)/scripts/debug-kernel --built >/dev/null || \
 		{ echo "check-debug: the debug kernel is not built: run make debug-kernel (about an hour)" >&2; exit 1; }
 	@$(REPO)/scripts/debug-kernel >/dev/null
 	@$(REPO)/scripts/build-copy debug
 	@SMR_VM_KERNEL=debug SMR_VM_SMP=2 $(REPO)/selftests/run_tests.sh
 
-check-kernels: module-old module-rt user
+check-kernels: deps module-old module-rt user
 	@SMR_TEST_KERNELS="$(KVER_OLD) rt" $(REPO)/selftests/run_tests.sh api rdma
 
-demo: modules user
+demo: deps modules user
 	@$(REPO)/scripts/demo
 
-bench: modules user
+bench: deps modules user
 	@$(REPO)/scripts/bench
 
 style: deps
@@ -98,7 +100,7 @@ sparse: deps
 	@$(REPO)/scripts/build-copy $(KVER_MAIN) C=2 W=1
 	@$(REPO)/scripts/build-copy $(KVER_OLD) C=2 W=1
 
-install: modules user
+install: deps modules user
 	@kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(REPO)/scripts/kdir $(KVER_MAIN)); \
 	$(MAKE) -C "$$kdir" M=$(REPO) modules_install && depmod -a $$(basename $$(dirname $$kdir))
 	$(MAKE) -C $(REPO)/scripts install
