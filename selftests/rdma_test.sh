@@ -118,7 +118,7 @@ fi
 env_words=()
 for v in SMR_EXPECT_MODE SMR_RDMA_CONNS SMR_RDMA_BYTES SMR_RDMA_CONNS6 \
 	SMR_RDMA_BYTES6 SMR_RDMA_CORRUPT SMR_RDMA_TESTS SMR_RDMA_SUITE \
-	SMR_STRESS_ITERS SMR_OLD_MODULE; do
+	SMR_STRESS_ITERS SMR_CHURN_SECONDS; do
 	[ -z "${!v:-}" ] || env_words+=("$v=$(printf '%q' "${!v}")")
 done
 

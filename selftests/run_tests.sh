@@ -88,7 +88,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma stress faults failinject "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -109,6 +109,7 @@ suite_negotiation() {
 suite_rdma() { run_suite "rdma$at" 0 "$repo/selftests/rdma_test.sh"; }
 suite_stress() { run_suite "stress$at" 0 "$repo/selftests/stress_test.sh"; }
 suite_faults() { run_suite "faults$at" 0 "$repo/selftests/faults_test.sh"; }
+suite_churn() { run_suite "churn$at" 0 "$repo/selftests/churn_test.sh"; }
 suite_failinject() {
 	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
 }

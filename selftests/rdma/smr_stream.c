@@ -77,6 +77,9 @@
  *   -R FILE      server: create FILE once listening; client: once every
  *                connection is held (-H), done, or moved 256 KiB each way
  *   -T SECONDS   give up after this long (default 300)
+ *   -B BACKLOG   server: listen() backlog (default 4096)
+ *   -U UID       server: once listening, drop to UID (and its gid) before
+ *                accepting, as a privilege-dropping server does
  *   -C OFFSET    debug: connection 0 sends the byte at OFFSET of its stream
  *                flipped (its tx_hash still covers the true stream), to
  *                prove that the checks catch it
@@ -85,6 +88,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -135,9 +139,12 @@ static struct {
 	const char *ready_file;
 	int timeout_s;
 	int64_t corrupt_off;
+	int backlog;
+	long run_as_uid;	/* -1: stay */
 } opt = {
 	.port = 6000, .nconns = 1, .bytes = 8u << 20, .seed = 1,
 	.max_io = RS_MAX_IO_DEFAULT, .fail_window_s = 30, .hold_at = 0,
+	.backlog = 4096, .run_as_uid = -1,
 	.timeout_s = 300, .corrupt_off = -1,
 };
 
@@ -198,7 +205,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: smr_stream server|client [-t smr|tcp] [-6] [-a ADDR] [-p PORT] [-n N]\n"
 		"       [-s BYTES] [-S SEED] [-m BYTES] [-M rdma|tcp|any] [-F] [-X FILE]\n"
-		"       [-W SECONDS] [-H FILE] [-h BYTES] [-R FILE] [-T SECONDS] [-C OFFSET]\n");
+		"       [-W SECONDS] [-H FILE] [-h BYTES] [-R FILE] [-T SECONDS] [-B BACKLOG]\n"
+		"       [-U UID] [-C OFFSET]\n");
 	exit(2);
 }
 
@@ -878,12 +886,17 @@ static void server_listen(void)
 		die("setsockopt(SO_REUSEADDR)");
 	if (bind(listener.fd, (struct sockaddr *)&ss, sslen))
 		die("bind");
-	if (listen(listener.fd, 4096))
+	if (listen(listener.fd, opt.backlog))
 		die("listen");
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, listener.fd, &ev))
 		die("epoll_ctl(listener)");
 	if (opt.ready_file)
 		touch(opt.ready_file);
+	if (opt.run_as_uid >= 0 &&
+	    (setgroups(0, NULL) ||
+	     setresgid(opt.run_as_uid, opt.run_as_uid, opt.run_as_uid) ||
+	     setresuid(opt.run_as_uid, opt.run_as_uid, opt.run_as_uid)))
+		die("dropping privileges (-U)");
 }
 
 static void client_connect_all(void)
@@ -1014,7 +1027,7 @@ int main(int argc, char **argv)
 	opt.smr = true;
 	opt.expect = env && *env ? parse_expect(env) : EXPECT_RDMA;
 	optind = 2;
-	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:C:")) != -1) {
+	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:")) != -1) {
 		switch (c) {
 		case 't':
 			if (!strcmp(optarg, "tcp"))
@@ -1069,6 +1082,12 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			opt.timeout_s = parse_u64(optarg);
+			break;
+		case 'B':
+			opt.backlog = (int)parse_u64(optarg);
+			break;
+		case 'U':
+			opt.run_as_uid = (long)parse_u64(optarg);
 			break;
 		case 'C':
 			opt.corrupt_off = parse_u64(optarg);
