@@ -19,7 +19,8 @@ suite_tests=(
 )
 
 stress_scale=${SMR_STRESS_ITERS:-1}
-stress_tool=${RDMA_STREAM%/*}/smr_stress
+stress_tool=${RDMA_STREAM:-}
+stress_tool=${stress_tool%/*}/smr_stress
 
 # --- host B --------------------------------------------------------------------
 
