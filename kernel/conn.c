@@ -75,12 +75,40 @@ void smr_conn_stop_timers(struct smr_sock *smr)
 }
 
 /*
+ * The orphan timer is armed and stopped under conn->lock only: its sock
+ * reference must change hands atomically with its pending state. Armed
+ * from close() while a CDC in softirq let the connection go, an unlocked
+ * sk_reset_timer() (arm, then hold) let sk_stop_timer() put a reference
+ * that was not taken yet: the sock was freed under its open file. The
+ * handler takes conn->lock before anything else.
+ */
+static void smr_conn_arm_orphan_locked(struct smr_sock *smr)
+{
+	unsigned long timeout = READ_ONCE(smr_orphan_timeout_ms);
+
+	lockdep_assert_held(&smr->conn.lock);
+	sock_hold(&smr->sk);		/* the timer's, before it can run */
+	if (mod_timer(&smr->conn.orphan_timer,
+		      jiffies + msecs_to_jiffies(timeout)))
+		__sock_put(&smr->sk);	/* it was armed: it has one */
+}
+
+static void smr_conn_stop_orphan_locked(struct smr_sock *smr)
+{
+	lockdep_assert_held(&smr->conn.lock);
+	if (del_timer(&smr->conn.orphan_timer))
+		__sock_put(&smr->sk);	/* the timer's; the caller has one */
+}
+
+/*
  * The connection let go of its sock (smr_conn_done_locked() said so, or
  * the link went): the orphan timer has nothing left to guard. Any context.
  */
 void smr_conn_put_hold(struct smr_sock *smr)
 {
-	sk_stop_timer(&smr->sk, &smr->conn.orphan_timer);
+	spin_lock_bh(&smr->conn.lock);
+	smr_conn_stop_orphan_locked(smr);
+	spin_unlock_bh(&smr->conn.lock);
 	sock_put(&smr->sk);	/* the connection's hold */
 }
 
@@ -334,7 +362,7 @@ static void smr_conn_orphan_expired(struct timer_list *t)
 	struct smr_sock *smr = from_timer(smr, t, conn.orphan_timer);
 	struct smr_conn *conn = &smr->conn;
 	struct smr_link *link = NULL;
-	bool first = false, again = false;
+	bool first = false;
 
 	spin_lock_bh(&conn->lock);
 	if (conn->holds_sock && conn->user_closed) {
@@ -354,23 +382,15 @@ static void smr_conn_orphan_expired(struct timer_list *t)
 		smr_tx_push(smr);
 		smr_conn_maybe_done(smr);
 		spin_lock_bh(&conn->lock);
-		again = conn->holds_sock;
+		if (conn->holds_sock)
+			smr_conn_arm_orphan_locked(smr);
 		spin_unlock_bh(&conn->lock);
-		if (again)
-			smr_conn_arm_orphan_timer(smr);
 	}
 	if (link) {
 		smr_link_fail(link, "orphan's final CDC cannot leave");
 		smr_link_put(link);
 	}
 	sock_put(&smr->sk);	/* the timer's reference */
-}
-
-/* The application closed; the connection may outlive it (see above). */
-void smr_conn_arm_orphan_timer(struct smr_sock *smr)
-{
-	sk_reset_timer(&smr->sk, &smr->conn.orphan_timer, jiffies +
-		       msecs_to_jiffies(READ_ONCE(smr_orphan_timeout_ms)));
 }
 
 /* Mark the connection reset; caller holds conn->lock. */
@@ -698,7 +718,7 @@ bool smr_conn_close(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
-	bool abort, linger, orphan;
+	bool abort, linger;
 
 	lock_sock(sk);
 	spin_lock_bh(&conn->lock);
@@ -720,11 +740,11 @@ bool smr_conn_close(struct smr_sock *smr)
 		smr_tx_wait_sent(smr, sk->sk_lingertime);
 	release_sock(sk);
 	smr_conn_maybe_done(smr);
+	/* the connection outlives the file until the peer's final comes */
 	spin_lock_bh(&conn->lock);
-	orphan = conn->holds_sock;
+	if (conn->holds_sock)
+		smr_conn_arm_orphan_locked(smr);
 	spin_unlock_bh(&conn->lock);
-	if (orphan)
-		smr_conn_arm_orphan_timer(smr);
 	/*
 	 * A connection reset for any reason resets its TCP connection too: if
 	 * the link died, that RST is how the peer learns (smr_conn_tcp_failed()).

@@ -391,7 +391,6 @@ void smr_conn_abort(struct smr_sock *smr, enum smr_conn_abort why);
 bool smr_conn_close(struct smr_sock *smr);
 bool smr_conn_done_locked(struct smr_conn *conn);
 void smr_conn_put_hold(struct smr_sock *smr);
-void smr_conn_arm_orphan_timer(struct smr_sock *smr);
 extern int smr_orphan_timeout_ms;
 void smr_conn_reset_locked(struct smr_sock *smr, int err);
 void smr_conn_destruct(struct smr_sock *smr);
