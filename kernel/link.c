@@ -48,9 +48,13 @@
  * (unsignalled WRITEs and invalidations carry an error-only completion
  * entry; a flushed one means the QP went to error), and the QP retries a
  * lost packet at most SMR_LINK_RETRY_COUNT times, SMR_LINK_ACK_TIMEOUT
- * apart: a silent peer fails the link within about
- * SMR_LINK_KEEPALIVE + (SMR_LINK_RETRY_COUNT + 1) * 1.07 s (the RC ack
- * timeout 4.096 us << 18). Documentation/design.rst, "Failure semantics".
+ * apart (the RC ack timeout 4.096 us << 18 = 1.07 s). The adapter's
+ * retries are not relied on alone: a device whose packets cannot leave
+ * (its netdev's queue stalled) never counts one, and some retry for ever.
+ * So the keepalive work also checks progress: sends outstanding and none
+ * completed for SMR_LINK_STALL_TIMEOUT take the link down. A silent peer
+ * fails the link within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of the
+ * last acknowledgement. Documentation/design.rst, "Failure semantics".
  *
  * Credits: an IB SEND the peer has no receive posted for draws an RNR NAK,
  * and RNR retries stall and then fail the whole link. So each end sends at
@@ -99,6 +103,11 @@
 #define SMR_CM_TIMEOUT_MS	2000
 /* an idle peer is probed this often: a dead one fails the probe */
 #define SMR_LINK_KEEPALIVE	(5 * HZ)
+/*
+ * Sends outstanding this long with none completed: the peer is gone. Longer
+ * than the QP's own retries (7 x 1.07 s), which normally fail it first.
+ */
+#define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
 /*
  * RC retransmissions of a lost packet before the QP fails (7 would mean
  * "for ever" to rxe), and the ack timeout exponent between them
@@ -171,6 +180,8 @@ struct smr_link {
 	struct delayed_work	keepalive_work;
 	struct ib_cqe		keepalive_cqe;
 	bool			keepalive_posted;
+	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
+	unsigned long		send_progress;
 	struct work_struct	teardown_work;
 };
 
@@ -269,6 +280,7 @@ static void smr_link_set_active(struct smr_link *link)
 	spin_unlock_bh(&link->lock);
 	if (!up)
 		return;		/* went down meanwhile: the teardown has it */
+	WRITE_ONCE(link->send_progress, jiffies);
 	queue_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 	smr_link_kick_conns(link);
@@ -406,13 +418,21 @@ static int smr_link_return_credits_locked(struct smr_link *link)
 	return 0;
 }
 
+/* A signalled send completed: the peer acknowledges (keepalive checks). */
+static void smr_link_send_progress(struct smr_link *link, struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_SUCCESS)
+		WRITE_ONCE(link->send_progress, jiffies);
+	else
+		smr_link_wc_error(link, wc);
+}
+
 static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct smr_link *link = cq->cq_context;
 	int err;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free++;
 	link->credit_msg_posted = false;
@@ -464,8 +484,7 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 						 struct smr_cdc_slot, cqe);
 	struct smr_sock *smr = slot->smr;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 
 	spin_lock_bh(&link->lock);
 	link->sq_free += slot->nr_wr;
@@ -581,8 +600,7 @@ static void smr_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct smr_reg_ctx *ctx = container_of(wc->wr_cqe, struct smr_reg_ctx,
 					       cqe);
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free += ctx->nr_wr;
 	spin_unlock_bh(&link->lock);
@@ -767,8 +785,7 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct smr_link *link = cq->cq_context;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free++;
 	link->keepalive_posted = false;
@@ -779,22 +796,30 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
  * A peer that died (or lost its device without a word) answers nothing:
  * a zero-length RDMA WRITE (no key needed, IBTA C9-88) every few seconds
  * then fails after the QP's retries and takes the link down, so sockets
- * waiting on that peer fail instead of hanging.
+ * waiting on that peer fail instead of hanging; and sends that stay
+ * unacknowledged for SMR_LINK_STALL_TIMEOUT take it down even when the
+ * adapter's retries never end (see "Failure detection" above).
  */
 static void smr_link_keepalive(struct work_struct *work)
 {
 	struct smr_link *link = container_of(to_delayed_work(work),
 					     struct smr_link, keepalive_work);
+	unsigned long progress = READ_ONCE(link->send_progress);
 	struct ib_rdma_wr wr = {};
-	bool alive, down = false;
+	bool alive, stalled = false, down = false;
 
 	wr.wr.wr_cqe = &link->keepalive_cqe;
 	wr.wr.opcode = IB_WR_RDMA_WRITE;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 
 	spin_lock_bh(&link->lock);
-	if (link->state == SMR_LINK_ACTIVE && !link->keepalive_posted &&
-	    link->sq_free) {
+	if (link->sq_free == SMR_LINK_SQ_DEPTH)
+		/* nothing outstanding: nothing to wait for */
+		WRITE_ONCE(link->send_progress, jiffies);
+	else if (time_after(jiffies, progress + SMR_LINK_STALL_TIMEOUT))
+		stalled = link->state == SMR_LINK_ACTIVE;
+	if (link->state == SMR_LINK_ACTIVE && !stalled &&
+	    !link->keepalive_posted && link->sq_free) {
 		link->sq_free--;
 		link->keepalive_posted = true;
 		if (ib_post_send(link->qp, &wr.wr, NULL)) {
@@ -805,7 +830,9 @@ static void smr_link_keepalive(struct work_struct *work)
 	}
 	alive = link->state != SMR_LINK_DEAD;
 	spin_unlock_bh(&link->lock);
-	if (down)
+	if (stalled)
+		smr_link_fail(link, "peer acknowledges nothing");
+	else if (down)
 		smr_link_down(link);
 	else if (alive)
 		queue_delayed_work(smr_wq, &link->keepalive_work,
