@@ -239,6 +239,12 @@ void smr_conn_start(struct smr_sock *smr)
 		conn->active = true;
 		conn->holds_sock = true;
 		sock_hold(&smr->sk);
+		/* the peer gave up first: its final came, ours is owed */
+		if (conn->rx_early_abort) {
+			conn->rx_final = true;
+			conn->abort_reason = SMR_ABORT_PEER;
+			smr_conn_reset_locked(smr, ECONNRESET);
+		}
 	}
 	spin_unlock_bh(&conn->lock);
 }
@@ -296,8 +302,11 @@ void smr_conn_unprepare(struct smr_sock *smr)
 
 	spin_lock_bh(&conn->lock);
 	active = conn->active;
+	/* our final: an ABORT, or CLOSED if the peer reset first */
 	if (active && !conn->reset)
 		conn->tx_abort = true;
+	else if (active)
+		conn->tx_close = true;
 	conn->reset = true;
 	put = conn->holds_sock;
 	conn->holds_sock = false;
@@ -542,6 +551,18 @@ void smr_conn_cdc_recv(struct smr_link *link, const struct smr_cdc *cdcp,
 	conn = &smr->conn;
 
 	spin_lock_bh(&conn->lock);
+	if (conn->link == link && !conn->active && !conn->rx_seq_valid &&
+	    cdc.flags & SMR_CDC_F_ABORT) {
+		/*
+		 * The server gave up after its ACCEPT, and its ABORT overtook
+		 * the ACCEPT we have yet to read: that final must not be lost
+		 * (smr_conn_start() applies it), or we would wait for it.
+		 */
+		conn->rx_early_abort = true;
+		spin_unlock_bh(&conn->lock);
+		sock_put(&smr->sk);
+		return;
+	}
 	if (conn->link != link || !conn->active || !conn->rmb) {
 		spin_unlock_bh(&conn->lock);
 		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);

@@ -130,6 +130,7 @@ struct smr_conn {
 	bool			rx_done;	/* peer: DONE_WRITING */
 	bool			rx_final;	/* peer: CLOSED or ABORT */
 	bool			rx_urg_read;	/* urgent byte taken by MSG_OOB */
+	bool			rx_early_abort;	/* peer's ABORT came before @active */
 	bool			rx_shut;	/* shutdown(SHUT_RD) here */
 	u8			rx_urg_byte;
 
