@@ -109,6 +109,11 @@
  */
 #define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
 /*
+ * A link we connect that is not up this long fails, so that the next
+ * connection tries a new one: rdma_cm retries a lost request for minutes.
+ */
+#define SMR_LINK_SETUP_TIMEOUT	(10 * HZ)
+/*
  * RC retransmissions of a lost packet before the QP fails (7 would mean
  * "for ever" to rxe), and the ack timeout exponent between them
  * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
@@ -281,7 +286,8 @@ static void smr_link_set_active(struct smr_link *link)
 	if (!up)
 		return;		/* went down meanwhile: the teardown has it */
 	WRITE_ONCE(link->send_progress, jiffies);
-	queue_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
+	/* it guarded the setup until now (smr_link_get()) */
+	mod_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 	smr_link_kick_conns(link);
 }
@@ -813,6 +819,12 @@ static void smr_link_keepalive(struct work_struct *work)
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 
 	spin_lock_bh(&link->lock);
+	if (link->state == SMR_LINK_CONNECTING) {
+		/* queued by smr_link_get(): the setup took too long */
+		spin_unlock_bh(&link->lock);
+		smr_link_fail(link, "not up in time");
+		return;
+	}
 	if (link->sq_free == SMR_LINK_SQ_DEPTH)
 		/* nothing outstanding: nothing to wait for */
 		WRITE_ONCE(link->send_progress, jiffies);
@@ -1244,6 +1256,9 @@ struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
 	}
 	kref_get(&link->ref);		/* the connection's */
 	smr_link_attach(link, smr);
+	/* cancelled by the teardown, like the keepalive it becomes */
+	queue_delayed_work(smr_wq, &link->keepalive_work,
+			   SMR_LINK_SETUP_TIMEOUT);
 
 	err = rdma_resolve_addr(id, (struct sockaddr *)&src,
 				(struct sockaddr *)&dst, SMR_CM_TIMEOUT_MS);

@@ -10,7 +10,8 @@
 
 # shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
 suite_tests=(
-	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
+	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
+	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the datagram wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -23,13 +24,41 @@ b_conns_count() {
 }
 
 b_links_count() {
-	rdma_links_count
+	rdma_links_count <(rdma_links)
+}
+
+# roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
+b_roce_drop() {
+	roce_drop "$1"
+	echo ok
+}
+
+# rmmod_now: rmmod smr once its sockets are gone; "rc=N ...".
+b_rmmod_now() {
+	rdma_wait_unref 10 >/dev/null
+	rdma_rmmod
 }
 
 # hold_release NAME: let server NAME (held with -H) go on.
 b_hold_release() {
 	: >"$work/$1.go"
 	echo ok
+}
+
+# --- both hosts ----------------------------------------------------------------
+
+# roce_drop on|off: this host drops every RoCE v2 packet it receives (a
+# partition of the RDMA network while TCP still flows: neither end's
+# packets are acknowledged). Only input: rxe does not recover from its own
+# packets refused on output (its management QP stops sending for good).
+roce_drop() {
+	nft delete table inet smr_faults 2>/dev/null
+	[ "$1" = on ] || return 0
+	nft -f - <<'NFT'
+table inet smr_faults {
+	chain in { type filter hook input priority 0; udp dport 4791 drop; }
+}
+NFT
 }
 
 # --- host A --------------------------------------------------------------------
@@ -45,7 +74,7 @@ wait_until() {
 }
 
 no_links_a() {
-	[ "$(rdma_links_count)" = 0 ]
+	[ "$(rdma_links_count <(rdma_links))" = 0 ]
 }
 
 no_links_b() {
@@ -65,6 +94,43 @@ reload_a() {
 	[[ $r == rc=0* ]] || t_fail "A: rmmod smr: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
 	r=$(rdma_insmod)
 	[[ $r == rc=0* ]] || t_fail "A: insmod smr again: $r"
+}
+
+case_partition() {
+	local pid t0 ok_n r
+	t_begin partition
+	rm -f "$work/part.trigger" "$work/part.ready"
+	serve part -p 6130 -n "$faults_conns" -s 0 -T 300 || { t_end; return; }
+	client_bg part -a "$peer" -p 6130 -n "$faults_conns" -s 0 -F \
+		-X "$work/part.trigger" -W 30 -R "$work/part.ready" -T 300
+	pid=$bg_pid
+	rdma_wait_file "$work/part.ready" 120 "$pid" ||
+		t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
+	: >"$work/part.trigger"
+	t0=$SECONDS
+	r=$(b_call roce_drop on)
+	ck "B drops RoCE" "$r" eq ok
+	client_bg_wait "$pid" part
+	ok_n=$(summary_field part client ok)
+	ck "A: SMR sockets that failed within 30 s of the partition" "${ok_n:-none}" eq "$faults_conns"
+	wait_until 30 no_links_a || t_fail "A: its link is still there: $(rdma_links | tr '\n' ' ')"
+	wait_until 30 no_links_b || t_fail "B: its link is still there: $(b_call links | tr '\n' ' ')"
+	server_result part 60
+	ck "B: SMR sockets that failed" "$(summary_field part server failed)" eq "$faults_conns"
+	b_call roce_drop off >/dev/null
+	reload_a
+	r=$(b_call rmmod_now)
+	[[ $r == rc=0* ]] || t_fail "B: rmmod smr: $(tr '\n' ' ' <<<"$r")"
+	r=$(b_call insmod)
+	[[ $r == rc=0* ]] || t_fail "B: insmod smr again: $r"
+	b_call stop part >/dev/null
+	# the network healed: links come up again
+	serve part2 -p 6133 -n 1 -s 65536 -T 60 || { t_end; return; }
+	client part2 -a "$peer" -p 6133 -n 1 -s 65536 -T 60
+	server_result part2 60
+	ck "after the partition: a new connection in mode rdma, intact" "$(summary_field part2 client ok)" eq 1
+	t_note "RoCE dropped by B: A's $ok_n/$faults_conns sockets failed ($(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|fail_ms)=/) printf "%s ", $i }' "$work/part.client")), both links gone $((SECONDS - t0)) s after the drop began, rmmod ok on both"
+	t_end
 }
 
 case_silent() {
