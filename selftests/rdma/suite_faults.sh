@@ -15,6 +15,7 @@ suite_tests=(
 	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while A floods 200 connections with writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 20 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, long before the linger time, and B receives every byte"
+	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -299,6 +300,54 @@ case_linger() {
 	ck "bytes B read" "$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$r")" eq $((n * bytes))
 	ck "CDCs that waited for a slot or a credit (A)" "$(delta linger.pre linger.post a cdc_waits)" gt 0
 	t_note "B held busy 6 s: $n lingering closes (SO_LINGER 20 s) after 64 KiB each, the longest took ${bmax} ms; $(delta linger.pre linger.post a cdc_waits) CDCs waited for room on A; B read every byte"
+	t_end
+}
+
+case_setup() {
+	local round pid r fails=0 rm_ok=0 dev_rounds=0 mod_rounds=0
+	t_begin setup
+	serve setup -p 6138 -n 48 -s 4096 -M any -T 400 || { t_end; return; }
+	for round in $(seq 24); do
+		# links go as soon as they are unused: every round builds one
+		sysctl -qw net.smr.link_idle_timeout_ms=10
+		wait_until 10 no_links_a || t_fail "round $round: A's links did not idle out"
+		"$stream" client -a "$peer" -p 6138 -n 2 -s 4096 -M any -T 30 \
+			>"$work/setup$round.client" 2>&1 &
+		pid=$!
+		sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+		if [ $((round % 2)) = 1 ]; then
+			# the device goes while rdma_cm resolves or connects
+			dev_rounds=$((dev_rounds + 1))
+			rdma link delete rxe0 >/dev/null 2>&1
+			wait "$pid"
+			r=$(rdma link add rxe0 type rxe netdev eth0 2>&1) ||
+				t_fail "round $round: rdma link add: $r"
+		else
+			# the module goes: the sockets first, then rmmod at once
+			mod_rounds=$((mod_rounds + 1))
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			for _ in $(seq 100); do
+				r=$(rdma_rmmod)
+				[[ $r == rc=0* ]] && break
+				sleep 0.05
+			done
+			if [[ $r == rc=0* ]]; then
+				rm_ok=$((rm_ok + 1))
+			else
+				t_fail "round $round: rmmod: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
+			fi
+			r=$(rdma_insmod)
+			[[ $r == rc=0* ]] || t_fail "round $round: insmod: $r"
+		fi
+		grep -q '^conn .* ok=1' "$work/setup$round.client" || fails=$((fails + 1))
+	done
+	sysctl -qw net.smr.link_idle_timeout_ms=30000
+	wait_until 30 no_links_a || t_fail "A: links left: $(rdma_links | tr '\n' ' ')"
+	wait_until 30 no_conns_a || t_fail "A: connections left: $(head -n 3 /proc/net/smr/conns | tr '\n' ' ')"
+	b_call stop setup >/dev/null
+	ck "rmmod during link setup that succeeded" "$rm_ok" eq "$mod_rounds"
+	t_note "$dev_rounds rounds removed A's device and $mod_rounds unloaded smr 0..300 ms into a new link's setup; rmmod succeeded $rm_ok/$mod_rounds times; $fails rounds' connections did not complete (expected: they were cut); no link or connection left"
 	t_end
 }
 
