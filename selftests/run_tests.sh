@@ -114,7 +114,7 @@ suite_failinject() {
 	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
 }
 
-all_suites=(build wire vm_run api preload devices negotiation apps rdma)
+all_suites=(build wire vm_run api preload devices negotiation apps rdma stress faults churn)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
 	printf '%s\n' "${all_suites[@]}"
 	exit 0

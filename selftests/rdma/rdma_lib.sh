@@ -49,7 +49,8 @@ rdma_links() {
 }
 
 # rdma_links_count FILE [STATE]: link lines (after the header) in a saved
-# links file, only those in STATE if given; "" if the file said missing.
+# links file ("-": stdin; the guests have no /dev/fd for "<(...)"), only
+# those in STATE if given; "" if the file said missing.
 rdma_links_count() {
 	awk -v st="${2:-}" '
 		NR == 1 && $1 == "missing" { miss = 1; exit }

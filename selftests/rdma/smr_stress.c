@@ -22,11 +22,14 @@
  *   linger      connect to -a:-p, write -s bytes in 64-byte writes, close
  *               under SO_LINGER of -L seconds: close() must return once
  *               the bytes and the FIN are out, well before the linger time
- *               (max_close_ms= in the summary; one taking -L counts stuck)
+ *               (max_close_ms= in the summary; one taking -L counts stuck).
+ *               With -R FILE and -G FILE (one iteration per thread): all
+ *               threads connect, FILE -R is created, and they write only
+ *               once FILE -G appears
  *
  * Options: -a ADDR, -p PORT, -6, -i ITERS (per thread), -j THREADS,
  * -k ACCEPTERS, -d MAX_DELAY_US, -T SECONDS, -U UID (drop to it first),
- * -s BYTES, -L SECONDS.
+ * -s BYTES, -L SECONDS, -R READY_FILE, -G GO_FILE.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -50,6 +53,7 @@
 
 #define STRESS_MAX_ERRNO	256
 #define STRESS_WAKE_MS		5000	/* accept() must wake this fast */
+#define STRESS_MAX_THREADS	256
 
 static struct {
 	const char *mode;
@@ -64,6 +68,8 @@ static struct {
 	long uid;
 	long bytes;
 	int linger_s;
+	const char *ready_file;
+	const char *go_file;
 } opt = {
 	.iters = 1000, .threads = 2, .accepters = 2, .max_delay_us = 2000,
 	.timeout_s = 120, .uid = -1, .bytes = 65536, .linger_s = 20,
@@ -72,7 +78,8 @@ static struct {
 static int smr_fam;
 static long long deadline;
 static atomic_long iters_done, ok_count, stuck_count;
-static atomic_long bytes_moved, max_close_ms, conns_ended;
+static atomic_long bytes_moved, max_close_ms, conns_ended, conns_up;
+
 static atomic_long errno_count[STRESS_MAX_ERRNO];
 
 static void count_errno(int err)
@@ -284,6 +291,22 @@ static void run_sink(void)
 	close(l);
 }
 
+/* -R/-G: once every thread is connected, say so and wait for the go. */
+static void linger_barrier(void)
+{
+	FILE *f;
+
+	if (!opt.ready_file || !opt.go_file)
+		return;
+	if (atomic_fetch_add(&conns_up, 1) + 1 == opt.threads) {
+		f = fopen(opt.ready_file, "w");
+		if (f)
+			fclose(f);
+	}
+	while (access(opt.go_file, F_OK) && time_left())
+		usleep(10000);
+}
+
 static void *drain_one(void *arg)
 {
 	int fd = (intptr_t)arg;
@@ -357,6 +380,7 @@ static void *run_linger(void *arg)
 			continue;
 		}
 		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		linger_barrier();
 		for (done = 0; done < opt.bytes;) {
 			ssize_t n = write(c, buf, sizeof(buf));
 
@@ -392,14 +416,15 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: smr_stress listen|hsclose|acceptshut|sink|drain|linger [-a ADDR]\n"
 		"       [-p PORT] [-6] [-i ITERS] [-j THREADS] [-k ACCEPTERS]\n"
-		"       [-d MAX_DELAY_US] [-T SECONDS] [-U UID] [-s BYTES] [-L SECONDS]\n");
+		"       [-d MAX_DELAY_US] [-T SECONDS] [-U UID] [-s BYTES] [-L SECONDS]\n"
+		"       [-R READY_FILE] [-G GO_FILE]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	void *(*fn)(void *) = NULL;
-	pthread_t th[64];
+	pthread_t th[STRESS_MAX_THREADS];
 	char errs[2048] = "";
 	size_t off = 0;
 	long long t0;
@@ -409,7 +434,7 @@ int main(int argc, char **argv)
 		usage();
 	opt.mode = argv[1];
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:p:6i:j:k:d:T:U:s:L:")) != -1) {
+	while ((c = getopt(argc, argv, "a:p:6i:j:k:d:T:U:s:L:R:G:")) != -1) {
 		switch (c) {
 		case 'a':
 			opt.addr = optarg;
@@ -444,11 +469,17 @@ int main(int argc, char **argv)
 		case 'L':
 			opt.linger_s = atoi(optarg);
 			break;
+		case 'R':
+			opt.ready_file = optarg;
+			break;
+		case 'G':
+			opt.go_file = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!opt.addr || opt.threads < 1 || opt.threads > 64 ||
+	if (!opt.addr || opt.threads < 1 || opt.threads > STRESS_MAX_THREADS ||
 	    opt.accepters < 1 || opt.accepters > 64 || opt.iters < 1)
 		usage();
 	if (!strcmp(opt.mode, "listen"))

@@ -12,7 +12,7 @@
 suite_tests=(
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
-	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while A floods 200 connections with writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
+	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while 200 established connections flood writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 20 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, long before the linger time, and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
@@ -28,7 +28,7 @@ b_conns_count() {
 }
 
 b_links_count() {
-	rdma_links_count <(rdma_links)
+	rdma_links | rdma_links_count -
 }
 
 # roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
@@ -109,7 +109,7 @@ wait_until() {
 }
 
 no_links_a() {
-	[ "$(rdma_links_count <(rdma_links))" = 0 ]
+	[ "$(rdma_links | rdma_links_count -)" = 0 ]
 }
 
 no_links_b() {
@@ -209,16 +209,24 @@ rnr_counts() {
 case_busy() {
 	local pids=() p r waits rnr_a rnr_b
 	t_begin busy
+	rm -f "$work/busy.go" "$work/busy1.ready" "$work/busy2.ready"
 	snap busy.pre
 	rdma_rxe_counters >"$work/busy.rxe.pre.a"
 	b_call rxe >"$work/busy.rxe.pre.b"
-	serve busy -p 6134 -n 200 -s 8192 -m 64 -M rdma -T 400 || { t_end; return; }
-	r=$(b_call hog 8)
-	ck "B's CPUs held busy" "$r" eq ok
+	serve busy -p 6134 -n 200 -s 65536 -m 64 -M rdma -T 400 || { t_end; return; }
+	# connected and moving first: the handshakes are not what is slowed
 	for p in 1 2; do
-		client_bg "busy$p" -a "$peer" -p 6134 -n 100 -s 8192 -m 64 -M rdma -T 400
+		client_bg "busy$p" -a "$peer" -p 6134 -n 100 -s 65536 -m 64 -M rdma \
+			-H "$work/busy.go" -h 1024 -R "$work/busy$p.ready" -T 400
 		pids+=("$bg_pid")
 	done
+	for p in 1 2; do
+		rdma_wait_file "$work/busy$p.ready" 120 "${pids[$((p - 1))]}" ||
+			t_fail "client process $p: its connections did not come up within 120 s"
+	done
+	r=$(b_call hog 8)
+	ck "B's CPUs held busy" "$r" eq ok
+	: >"$work/busy.go"
 	for p in 1 2; do
 		client_bg_wait "${pids[$((p - 1))]}" "busy$p"
 		ck "client process $p: every connection intact in mode rdma" "$(sed -n 's/^rc=//p' "$work/busy$p.client")" eq 0
@@ -240,7 +248,7 @@ case_busy() {
 	rnr_b=$(( post_b[0] - pre_b[0] + post_b[1] - pre_b[1] + post_b[2] - pre_b[2] ))
 	ck "RNR NAKs sent, received or exhausted on A (rxe)" "$rnr_a" eq 0
 	ck "RNR NAKs sent, received or exhausted on B (rxe)" "$rnr_b" eq 0
-	t_note "B held busy 8 s at real-time priority under 200 connections x 8 KiB each way in writes of 1..64 B: $waits CDCs waited for a slot or credit, RNR NAKs A $rnr_a B $rnr_b, no link failed, every byte intact"
+	t_note "B held busy 8 s at real-time priority under 200 connections x 64 KiB each way in writes of 1..64 B: $waits CDCs waited for a slot or credit, RNR NAKs A $rnr_a B $rnr_b, no link failed, every byte intact"
 	t_end
 }
 
@@ -252,12 +260,17 @@ waiting_on_a() {
 case_waiters() {
 	local pid r n_wait active
 	t_begin waiters
-	rm -f "$work/wait.trigger"
-	serve wait -p 6135 -n 200 -s 0 -m 64 -F -W 60 -T 300 || { t_end; return; }
+	rm -f "$work/wait.trigger" "$work/wait.go" "$work/wait.ready"
+	# 1 GiB each: still moving when the device goes (-H needs an end)
+	serve wait -p 6135 -n 200 -s 1073741824 -m 64 -F -W 60 -T 300 || { t_end; return; }
+	client_bg wait -a "$peer" -p 6135 -n 200 -s 1073741824 -m 64 -F -X "$work/wait.trigger" \
+		-W 60 -H "$work/wait.go" -h 1024 -R "$work/wait.ready" -T 300
+	pid=$bg_pid
+	rdma_wait_file "$work/wait.ready" 120 "$pid" ||
+		t_fail "the connections did not come up within 120 s"
 	r=$(b_call hog 20)
 	ck "B's CPUs held busy" "$r" eq ok
-	client_bg wait -a "$peer" -p 6135 -n 200 -s 0 -m 64 -F -X "$work/wait.trigger" -W 60 -T 300
-	pid=$bg_pid
+	: >"$work/wait.go"
 	wait_until 60 waiting_on_a || t_fail "no connection waited on A's link within 60 s: $(rdma_links | tr '\n' ' ')"
 	n_wait=$(rdma_links | awk 'NR > 1 { n += $10 } END { print n + 0 }')
 	: >"$work/wait.trigger"
@@ -279,16 +292,26 @@ case_waiters() {
 }
 
 case_linger() {
-	local r sum bmax n=100 bytes=65536
+	local r sum bmax pid n=100 bytes=65536
 	t_begin linger
 	snap linger.pre
 	r=$(b_call drain 6136 300 "$n")
 	ck "B's drain server started" "$r" eq ok
+	rm -f "$work/linger.ready" "$work/linger.go"
+	# connected first: the handshakes are not what is slowed
+	(
+		timeout 150 "${RDMA_STREAM%/*}/smr_stress" linger -a "$peer" -p 6136 \
+			-j "$n" -i 1 -s "$bytes" -L 20 -T 140 -R "$work/linger.ready" \
+			-G "$work/linger.go" >"$work/linger.run" 2>&1
+		echo "rc=$?" >>"$work/linger.run"
+	) &
+	pid=$!
+	rdma_wait_file "$work/linger.ready" 120 "$pid" ||
+		t_fail "the $n connections did not come up within 120 s"
 	r=$(b_call hog 6)
 	ck "B's CPUs held busy" "$r" eq ok
-	timeout 120 "${RDMA_STREAM%/*}/smr_stress" linger -a "$peer" -p 6136 \
-		-j "$n" -i 1 -s "$bytes" -L 20 -T 100 >"$work/linger.run" 2>&1
-	echo "rc=$?" >>"$work/linger.run"
+	: >"$work/linger.go"
+	wait "$pid"
 	sum=$(grep '^summary' "$work/linger.run")
 	snap linger.post
 	# B's reader sees every connection's end
