@@ -34,11 +34,13 @@
 int smr_hs_timeout_ms = 3000;
 
 /*
- * Extra handshake timeouts a client waits while the server's TCP has not even
- * acknowledged its PROPOSAL (a listener whose accept queue is full drops the
- * segments): the client gives up after (1 + this) x handshake_timeout_ms.
+ * Extra handshake timeouts a client waits for the server's answer: its TCP
+ * may not even have acknowledged the PROPOSAL (a listener whose accept
+ * queue is full drops the segments), or the server is busy with many
+ * handshakes at once. The client gives up after (1 + this) x
+ * handshake_timeout_ms.
  */
-#define SMR_HS_UNACKED_WAITS	3
+#define SMR_HS_ACCEPT_WAITS	3
 
 static DEFINE_HASHTABLE(smr_token_table, 10);
 static DEFINE_SPINLOCK(smr_token_lock);
@@ -614,15 +616,16 @@ static void smr_hs_work(struct work_struct *work)
 	if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
 	    READ_ONCE(smr->hs_timed_out)) {
 		/*
-		 * A PROPOSAL the server's TCP has not acknowledged most likely
-		 * sits in front of a full accept queue (its application is slow
-		 * to accept): a TCP client would wait, so this one waits too,
-		 * but only SMR_HS_UNACKED_WAITS more timeouts, so that a path
-		 * that drops handshake segments still ends in a bounded time.
+		 * A PROPOSAL unanswered: its server may be slow to accept (TCP
+		 * has not acknowledged it: a full accept queue drops segments)
+		 * or busy with a burst of handshakes (200 at once take seconds
+		 * on a loaded host). A TCP client would wait, so this one waits
+		 * too, but only SMR_HS_ACCEPT_WAITS more timeouts, so that a
+		 * path that drops handshake segments ends in a bounded time.
+		 * (Resetting is the only way out once the PROPOSAL went.)
 		 */
 		if (smr->hs_state == SMR_HS_WAIT_ACCEPT &&
-		    smr->hs_unacked_waits < SMR_HS_UNACKED_WAITS &&
-		    smr_tcp_has_unacked(smr)) {
+		    smr->hs_unacked_waits < SMR_HS_ACCEPT_WAITS) {
 			smr->hs_unacked_waits++;
 			smr_hs_arm_timer(smr);
 		}

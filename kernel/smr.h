@@ -158,7 +158,7 @@ struct smr_sock {
 	u8			hs_state;	/* enum smr_hs_state */
 	bool			hs_wrote;	/* handshake bytes went out */
 	bool			hs_timed_out;	/* set by the timer */
-	u8			hs_unacked_waits; /* timeouts forgiven, PROPOSAL unacked */
+	u8			hs_unacked_waits; /* timeouts forgiven, PROPOSAL unanswered */
 	u32			syn_nonce;	/* non-zero: the SYN offers */
 	u64			local_token;
 	u64			peer_token;
@@ -279,7 +279,6 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk);
 void smr_tcp_err_sync(struct smr_sock *smr);
 void smr_tcp_err_consumed(struct smr_sock *smr, int ret);
 bool smr_tcp_was_connected(const struct smr_sock *smr);
-bool smr_tcp_has_unacked(const struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);

@@ -347,14 +347,6 @@ void smr_tcp_err_consumed(struct smr_sock *smr, int ret)
 		cmpxchg(&smr->sk.sk_err, err, 0);
 }
 
-/* Has TCP bytes of ours the peer did not acknowledge yet? */
-bool smr_tcp_has_unacked(const struct smr_sock *smr)
-{
-	const struct tcp_sock *tp = tcp_sk(smr->tcp->sk);
-
-	return READ_ONCE(tp->snd_una) != READ_ONCE(tp->write_seq);
-}
-
 /* Has the inner connection ever reached ESTABLISHED? */
 bool smr_tcp_was_connected(const struct smr_sock *smr)
 {

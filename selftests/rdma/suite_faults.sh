@@ -333,7 +333,7 @@ case_setup() {
 	for round in $(seq 24); do
 		# links go as soon as they are unused: every round builds one
 		sysctl -qw net.smr.link_idle_timeout_ms=10
-		wait_until 10 no_links_a || t_fail "round $round: A's links did not idle out"
+		wait_until 30 no_links_a || t_fail "round $round: A's links did not idle out"
 		"$stream" client -a "$peer" -p 6138 -n 2 -s 4096 -M any -T 30 \
 			>"$work/setup$round.client" 2>&1 &
 		pid=$!
@@ -346,11 +346,12 @@ case_setup() {
 			r=$(rdma link add rxe0 type rxe netdev eth0 2>&1) ||
 				t_fail "round $round: rdma link add: $r"
 		else
-			# the module goes: the sockets first, then rmmod at once
+			# the module goes: the sockets first, then rmmod as soon as
+			# it can (closed connections wait for the peer's final)
 			mod_rounds=$((mod_rounds + 1))
 			kill -KILL "$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
-			for _ in $(seq 100); do
+			for _ in $(seq 600); do
 				r=$(rdma_rmmod)
 				[[ $r == rc=0* ]] && break
 				sleep 0.05
