@@ -31,7 +31,6 @@
 #include <net/sock.h>
 #include <net/tcp_states.h>
 
-#include "compat.h"
 #include "smr.h"
 
 static struct proto smr_proto = {
@@ -116,7 +115,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	INIT_WORK(&smr->accept_work, smr_accept_work);
 	/* SOL_SOCKET options reach smr_setsockopt() to go to both socks */
 	if (sock)
-		smr_want_sol_socket(sock);
+		set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_CREATED);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_ACTIVE);
 	return sk;
@@ -517,8 +516,8 @@ static void smr_accept_work(struct work_struct *work)
 	sock_put(&lsmr->sk);	/* the queued work's reference */
 }
 
-static int smr_accept(struct socket *sock, struct socket *newsock,
-		      SMR_ACCEPT_ARGS)
+int smr_accept(struct socket *sock, struct socket *newsock,
+	       struct proto_accept_arg *arg)
 {
 	struct smr_sock *lsmr = smr_sk(sock->sk);
 	struct sock *lsk = &lsmr->sk;
@@ -531,7 +530,7 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN)
 		return -EINVAL;
 
-	timeo = sock_rcvtimeo(lsk, SMR_ACCEPT_FLAGS & O_NONBLOCK);
+	timeo = sock_rcvtimeo(lsk, arg->flags & O_NONBLOCK);
 	add_wait_queue_exclusive(sk_sleep(lsk), &wait);
 	for (;;) {
 		spin_lock_bh(&lsmr->accept_lock);
@@ -571,7 +570,7 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 
 	smr_tcp_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);
-	smr_want_sol_socket(newsock);
+	set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
 	smr_tcp_redirect_wq(child, smr_conn_is_rdma(child) ? child->tcp :
 							      newsock);
 	sock_put(lsk);			/* the child's listener reference */
@@ -884,7 +883,7 @@ static ssize_t smr_splice_read(struct socket *sock, loff_t *ppos,
 		return ret;
 	/* RDMA: the generic page-by-page copy through recvmsg() */
 	if (smr_conn_is_rdma(smr) && sock->file)
-		return smr_copy_splice_read(sock->file, ppos, pipe, len, flags);
+		return copy_splice_read(sock->file, ppos, pipe, len, flags);
 	smr_tcp_lend_file(sock, tcp);
 	ret = tcp->ops->splice_read(tcp, ppos, pipe, len, flags);
 	smr_tcp_err_consumed(smr, ret);

@@ -27,7 +27,6 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
-#include "compat.h"
 #include "smr.h"
 #include "wire.h"
 

@@ -138,21 +138,17 @@ int smr_ib_devices_show(struct seq_file *seq, void *v)
 	list_for_each_entry(d, &smr_ib_devs, node) {
 		for (i = 0; i < d->nports; i++) {
 			const char *ndev_name = "-";
-#ifdef HAVE_IB_DEVICE_GET_NETDEV
 			struct net_device *ndev;
 
 			ndev = ib_device_get_netdev(d->ibdev, d->first_port + i);
 			if (ndev)
 				ndev_name = ndev->name;
-#endif
 			seq_printf(seq, "%s %u %s %s\n", dev_name(&d->ibdev->dev),
 				   d->first_port + i,
 				   smr_ib_state_name(READ_ONCE(d->port_state[i])),
 				   ndev_name);
-#ifdef HAVE_IB_DEVICE_GET_NETDEV
 			if (ndev)
 				dev_put(ndev);
-#endif
 		}
 	}
 	mutex_unlock(&smr_ib_lock);

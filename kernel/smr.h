@@ -264,6 +264,8 @@ void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
 void smr_child_decided(struct smr_sock *child);
 void smr_child_aborted(struct smr_sock *child);
 void smr_listener_stop(struct smr_sock *lsmr);
+int smr_accept(struct socket *sock, struct socket *newsock,
+	       struct proto_accept_arg *arg);
 
 /* tcp_path.c: the inner TCP connection and the fallback data path */
 int smr_tcp_create(struct smr_sock *smr, struct net *net, int protocol,
@@ -282,15 +284,6 @@ bool smr_tcp_has_unacked(const struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
-#ifdef HAVE_SOCK_CUSTOM_SOCKOPT
-static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
-static inline void smr_tcp_inherit_sockopts(struct smr_sock *child,
-					    const struct smr_sock *listener) { }
-#else
-void smr_tcp_copy_sockopts(struct smr_sock *smr);
-void smr_tcp_inherit_sockopts(struct smr_sock *child,
-			      const struct smr_sock *listener);
-#endif
 
 /* tcp_option.c: the SMR TCP option and the negotiation records */
 int smr_option_init(void);

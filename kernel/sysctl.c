@@ -10,7 +10,6 @@
  */
 #include <linux/sysctl.h>
 
-#include "compat.h"
 #include "smr.h"
 
 static int smr_timeout_ms_min = 10;
@@ -89,15 +88,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
 	},
-	{ }
+	{ }	/* the end, for kernels that read up to it: not counted */
 };
 
 static struct ctl_table_header *smr_sysctl_header;
 
 int smr_sysctl_init(void)
 {
-	smr_sysctl_header = smr_register_sysctl("net/smr", smr_sysctl_table,
-						ARRAY_SIZE(smr_sysctl_table) - 1);
+	smr_sysctl_header = register_sysctl_sz("net/smr", smr_sysctl_table,
+					       ARRAY_SIZE(smr_sysctl_table) - 1);
 	return smr_sysctl_header ? 0 : -ENOMEM;
 }
 
