@@ -36,6 +36,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "smr.h"
+#include "test_hooks.h"
 
 #define SMR_TX_MAX_WRITES	2	/* the RMB wraps at most once per push */
 #define SMR_TX_PUSH_SGES	3	/* and the send ring at most once */
@@ -107,70 +108,6 @@ static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
 	return w ? &wr[0].wr : NULL;
 }
 
-/*
- * Test hook for selftests/rdma (case "hostile"): the next CDC that carries
- * data breaks rule N of Documentation/protocol.rst's cursor checks, so a
- * test can see the receiver refuse it. It reads 0 again once used.
- */
-enum smr_fault_cdc {
-	SMR_FAULT_NONE,
-	SMR_FAULT_PROD_PAST_ROOM = 1,	/* beyond what the receiver consumed + S */
-	SMR_FAULT_PROD_BACKWARDS,
-	SMR_FAULT_CONS_AHEAD,		/* consumed more than was produced */
-	SMR_FAULT_URG_OUTSIDE,		/* urgent byte not in the new data */
-	SMR_FAULT_COUNT_RANGE,		/* prod.count not below S */
-	SMR_FAULT_INLINE_OVERLONG,	/* more inline data than prod adds */
-	SMR_FAULT_MAX,
-};
-
-static int smr_fault_cdc;
-module_param_named(fault_cdc, smr_fault_cdc, int, 0644);
-MODULE_PARM_DESC(fault_cdc,
-		 "test only: the next data CDC breaks cursor rule N (1-6)");
-
-/* Returns the rule broken (0: none); re-armed if the CDC does not go out. */
-static int smr_tx_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
-			u8 *data)
-{
-	int mode = READ_ONCE(smr_fault_cdc);
-	u64 sent = conn->tx_sent;
-
-	if (mode <= SMR_FAULT_NONE || mode >= SMR_FAULT_MAX ||
-	    (mode == SMR_FAULT_PROD_BACKWARDS && !sent) ||
-	    (mode == SMR_FAULT_INLINE_OVERLONG &&
-	     (!cdc->inline_len || cdc->inline_len >= SMR_CDC_INLINE_MAX)))
-		return SMR_FAULT_NONE;
-	if (cmpxchg(&smr_fault_cdc, mode, SMR_FAULT_NONE) != mode)
-		return SMR_FAULT_NONE;
-	switch (mode) {
-	case SMR_FAULT_PROD_PAST_ROOM:
-		smr_cursor_from_count(sent + conn->peer_rmb_size + 1,
-				      conn->peer_rmb_size, &cdc->prod);
-		break;
-	case SMR_FAULT_PROD_BACKWARDS:
-		smr_cursor_from_count(sent - 1, conn->peer_rmb_size,
-				      &cdc->prod);
-		break;
-	case SMR_FAULT_CONS_AHEAD:
-		/* the peer never sent past our consumer + S */
-		smr_cursor_from_count(conn->rx_cons + conn->rmb->size + 1,
-				      conn->rmb->size, &cdc->cons);
-		break;
-	case SMR_FAULT_URG_OUTSIDE:
-		cdc->flags |= SMR_CDC_F_URGENT;
-		smr_cursor_from_count(sent + n, conn->peer_rmb_size,
-				      &cdc->urg);
-		break;
-	case SMR_FAULT_COUNT_RANGE:
-		cdc->prod.count = conn->peer_rmb_size;
-		break;
-	case SMR_FAULT_INLINE_OVERLONG:
-		data[cdc->inline_len++] = 0;
-		break;
-	}
-	return mode;
-}
-
 /* Copy @len bytes at byte count @pos out of the send ring into @dst. */
 static void smr_tx_copy_out(const struct smr_conn *conn, u64 pos, u32 len,
 			    u8 *dst)
@@ -230,7 +167,7 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 	struct ib_sge sge[SMR_TX_PUSH_SGES];
 	struct ib_send_wr *writes = NULL;
 	u8 data[SMR_CDC_INLINE_MAX];
-	int err, fault = SMR_FAULT_NONE;
+	int err, fault = 0;
 
 	lockdep_assert_held(&conn->lock);
 	if (n && conn->peer_cdc_inline && n <= READ_ONCE(smr_cdc_inline_max)) {
@@ -239,12 +176,12 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 	} else if (n) {
 		writes = smr_tx_build_writes(conn, conn->tx_sent, n, wr, sge);
 	}
-	if (n && unlikely(READ_ONCE(smr_fault_cdc)))
-		fault = smr_tx_fault(conn, cdc, n, data);
+	if (n)
+		fault = smr_test_cdc_fault(conn, cdc, n, data);
 	err = smr_link_post_cdc(conn->link, smr, writes, cdc, data,
 				conn->tx_sent + n);
-	if (unlikely(fault) && err)
-		cmpxchg(&smr_fault_cdc, SMR_FAULT_NONE, fault);
+	if (err)
+		smr_test_cdc_fault_unsent(fault);
 	return err;
 }
 
