@@ -12,6 +12,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
+#include "af_smr.h"
 #include "smr.h"
 
 #ifndef HAVE_PROTO_ACCEPT_ARG

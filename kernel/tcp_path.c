@@ -3,9 +3,11 @@
  * SMR: the inner TCP connection of every SMR socket.
  *
  * Every SMR socket owns a real TCP socket: it carries the connection setup,
- * and it is the data path whenever RDMA is not in use (fallback). This file
- * creates it, ties its wake-ups and errors to the SMR socket, and takes it
- * down.
+ * and it is the data path whenever RDMA is not in use (fallback: the TCP
+ * transport, transport.c). This file creates it, ties its wake-ups and
+ * errors to the SMR socket, and takes it down. In RDMA mode the inner
+ * connection's failure resets the RDMA connection (smr_conn_tcp_failed());
+ * while negotiating, its events drive the handshake work (smr_hs_kick()).
  *
  * Locking and lifetimes
  * ---------------------
@@ -46,6 +48,7 @@
 #include <net/tcp_states.h>
 
 #include "smr.h"
+#include "tcp_path.h"
 
 /*
  * TCP's own callbacks (sock_def_*), read off the first pristine inner sock:
@@ -92,7 +95,7 @@ static void smr_tcp_error_report(struct sock *tsk)
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 		err = READ_ONCE(tsk->sk_err);
-		if (err && smr_conn_is_rdma(smr)) {
+		if (err && READ_ONCE(smr->mode) == SMR_MODE_RDMA) {
 			/* the control connection failed: so does this one */
 			smr_conn_tcp_failed(smr, err);
 		} else if (err) {
