@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build-host tests (TAP): the module builds warning-free with W=1 and sparse
 # on every supported kernel, checkpatch --strict is clean, the uapi header
-# stands alone in userspace, and the module carries what users rely on.
+# stands alone in userspace, the module carries what users rely on, its
+# layers depend one way, and only the test build has the test hooks.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -22,7 +23,7 @@ tap() { # tap OK|FAIL description [log]
 }
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 
 # W=1 and sparse (C=2 checks every file) per kernel; any warning fails.
 # rt (PREEMPT_RT changes lock types and config options, not just timing)
@@ -64,6 +65,17 @@ if modinfo "$ko" >"$log" 2>&1 && grep -q "^vermagic: *$ver " "$log" &&
 	tap OK "smr.ko for $ver has vermagic, family parameter and GPL license"
 else
 	tap FAIL "smr.ko for $ver has vermagic, family parameter and GPL license" "$log"
+fi
+
+# The layers depend one way (Documentation/design.rst, "Layers"): every
+# call, variable and include goes to the same or a lower layer, no file
+# calls back into one that calls it.
+log=$tmp/layers.log
+if scripts/dev/callgraph --check-layers "build/kernels/$ver/kernel" >"$log" 2>&1 &&
+   grep -q '^cycles: none' "$log"; then
+	tap OK "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)"
+else
+	tap FAIL "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)" "$log"
 fi
 
 # Test hooks are only in the test build (SMR_TEST_HOOKS=1), which the test
