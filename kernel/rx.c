@@ -118,6 +118,54 @@ static int smr_rx_copy(struct smr_conn *conn, struct msghdr *msg, u64 pos,
 	return 0;
 }
 
+/*
+ * The application took @n bytes: the ring has room for the peer again.
+ * Returns true if the peer should hear of it now. Sock lock held.
+ */
+static bool smr_rx_consumed(struct smr_sock *smr, u32 n)
+{
+	struct smr_conn *conn = &smr->conn;
+	bool due;
+
+	sock_owned_by_me(&smr->sk);
+	spin_lock_bh(&conn->lock);
+	conn->rx_cons += n;
+	due = smr_conn_cons_update_due(conn);
+	spin_unlock_bh(&conn->lock);
+	atomic64_add(n, &smr->rdma_bytes_received);
+	atomic64_add(n, &smr->bytes_received);
+	smr_stat_add(sock_net(&smr->sk), SMR_STAT_RDMA_BYTES_RECEIVED, n);
+	return due;
+}
+
+/*
+ * Nothing more to read now, @copied bytes so far: whether recvmsg() waits
+ * (1) or returns, with nothing to add (0) or the errno it returns when it
+ * copied nothing. In TCP's order: the low-water mark, EOF after the peer's
+ * FIN (it wins over a later error), a pending error, shutdown or reset,
+ * the timeout, a signal. Sock lock held.
+ */
+static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
+			       int target, bool eof, long timeo)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	sock_owned_by_me(sk);
+	if (copied >= target || eof)
+		return 0;
+	if (READ_ONCE(sk->sk_err))
+		return copied ? 0 : sock_error(sk);
+	if (smr_conn_is_reset(conn) || !conn->rmb ||
+	    (sk->sk_shutdown & RCV_SHUTDOWN))
+		return 0;
+	if (!timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(timeo);
+	return 1;
+}
+
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags)
 {
@@ -167,43 +215,17 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 					break;
 			}
 			copied += n;
-			if (flags & MSG_PEEK) {
+			if (flags & MSG_PEEK)
 				peek += n;
-				continue;
-			}
-			spin_lock_bh(&conn->lock);
-			conn->rx_cons += n;
-			if (smr_conn_cons_update_due(conn))
+			else if (smr_rx_consumed(smr, n))
 				push = true;
-			spin_unlock_bh(&conn->lock);
-			atomic64_add(n, &smr->rdma_bytes_received);
-			atomic64_add(n, &smr->bytes_received);
-			smr_stat_add(sock_net(sk), SMR_STAT_RDMA_BYTES_RECEIVED,
-				     n);
 			continue;
 		}
 
-		if (copied >= target)
+		err = smr_rx_wait_verdict(smr, copied, target, eof, timeo);
+		if (err <= 0)
 			break;
-		/* as TCP: EOF after the peer's FIN wins over a later error */
-		if (eof)
-			break;
-		if (READ_ONCE(sk->sk_err)) {
-			if (!copied)
-				err = sock_error(sk);
-			break;
-		}
-		if (smr_conn_is_reset(conn) || !conn->rmb ||
-		    (sk->sk_shutdown & RCV_SHUTDOWN))
-			break;
-		if (!timeo) {
-			err = -EAGAIN;
-			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
+		err = 0;
 		if (push) {
 			smr_tx_push(smr);
 			push = false;

@@ -464,6 +464,51 @@ static int smr_tx_check(struct smr_sock *smr)
 	return 0;
 }
 
+/*
+ * The ring is full, or about to grow: mark the writer waiting, push what
+ * is in it and wait for room. 0 to look again, or the errno that ends the
+ * send. Sock lock held (dropped while asleep).
+ */
+static int smr_tx_wait_room(struct smr_sock *smr, bool grow, long *timeo)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	sock_owned_by_me(sk);
+	if (!grow && smr_tx_grow_size(smr)) {
+		spin_lock_bh(&conn->lock);
+		conn->tx_grow = true;
+		spin_unlock_bh(&conn->lock);
+	}
+	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+	smr_tx_push(smr);
+	if (!*timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(*timeo);
+	smr_wait_event(sk, timeo, smr_tx_writable(conn) ||
+		       READ_ONCE(sk->sk_err));
+	return 0;
+}
+
+/*
+ * Copy @n bytes of @msg into the send ring at byte count @prod (two pieces
+ * at its wrap), into space no posted WRITE reads. Sock lock held.
+ */
+static int smr_tx_copy_in(struct smr_buf *sndbuf, u64 prod,
+			  struct msghdr *msg, u32 n)
+{
+	u32 off = prod & (sndbuf->size - 1);
+	u32 first = min_t(u32, n, sndbuf->size - off);
+
+	if (copy_from_iter(sndbuf->cpu + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (n > first &&
+	    copy_from_iter(sndbuf->cpu, n - first, &msg->msg_iter) != n - first)
+		return -EFAULT;
+	return 0;
+}
+
 int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 {
 	struct smr_conn *conn = &smr->conn;
@@ -478,8 +523,8 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 	while (copied < len) {
 		struct smr_buf *sndbuf;
 		u64 prod, space;
-		u32 off, n, first;
 		bool empty, grow;
+		u32 n;
 
 		spin_lock_bh(&conn->lock);
 		err = smr_tx_check(smr);
@@ -506,37 +551,16 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		}
 		/* a ring about to grow takes no more bytes until it is empty */
 		if (!space || grow) {
-			if (!grow && smr_tx_grow_size(smr)) {
-				spin_lock_bh(&conn->lock);
-				conn->tx_grow = true;
-				spin_unlock_bh(&conn->lock);
-			}
-			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-			smr_tx_push(smr);
-			if (!timeo) {
-				err = -EAGAIN;
+			err = smr_tx_wait_room(smr, grow, &timeo);
+			if (err)
 				break;
-			}
-			if (signal_pending(current)) {
-				err = sock_intr_errno(timeo);
-				break;
-			}
-			smr_wait_event(sk, &timeo, smr_tx_writable(conn) ||
-				       READ_ONCE(sk->sk_err));
 			continue;
 		}
 
 		n = min_t(u64, space, len - copied);
-		off = prod & (sndbuf->size - 1);
-		first = min_t(u32, n, sndbuf->size - off);
-		if (copy_from_iter(sndbuf->cpu + off, first, &msg->msg_iter) !=
-		    first ||
-		    (n > first &&
-		     copy_from_iter(sndbuf->cpu, n - first, &msg->msg_iter) !=
-		     n - first)) {
-			err = -EFAULT;
+		err = smr_tx_copy_in(sndbuf, prod, msg, n);
+		if (err)
 			break;
-		}
 
 		/* and push (MSG_MORE / cork: held unless full), one lock */
 		spin_lock_bh(&conn->lock);
