@@ -440,8 +440,10 @@ static void smr_tx_grow(struct smr_sock *smr)
 }
 
 /*
- * The reason a send cannot go on (negative errno), or 0. Caller holds
- * conn->lock.
+ * The reason a send cannot go on (negative errno), or 0. A pending error
+ * is -EPIPE here and stays pending: a send that copied bytes returns them,
+ * and the error is the next call's (sk_stream_error()), as with TCP.
+ * Caller holds conn->lock.
  */
 static int smr_tx_check(struct smr_sock *smr)
 {
@@ -450,7 +452,7 @@ static int smr_tx_check(struct smr_sock *smr)
 
 	lockdep_assert_held(&conn->lock);
 	if (READ_ONCE(sk->sk_err))
-		return sock_error(sk) ?: -EPIPE;
+		return -EPIPE;
 	/* reset, shut, closed or over: only ACTIVE takes bytes */
 	if (conn->state != SMR_CONN_ACTIVE || !conn->sndbuf ||
 	    (sk->sk_shutdown & SEND_SHUTDOWN))
@@ -577,9 +579,8 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		atomic64_add(copied, &smr->bytes_sent);
 		return copied;
 	}
-	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
-		send_sig(SIGPIPE, current, 0);
-	return err;
+	/* the pending error if there is one, else EPIPE and SIGPIPE */
+	return sk_stream_error(sk, msg->msg_flags, err);
 }
 
 /* Every byte and the EOF are in the peer's RMB, or never will be. */
