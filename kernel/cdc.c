@@ -217,6 +217,12 @@ static void smr_cdc_recv(struct smr_link *link, const struct smr_cdc *cdc,
 	conn = &smr->conn;
 
 	spin_lock_bh(&conn->lock);
+	if (conn->link == link && !smr_conn_started(conn) &&
+	    !conn->rx_seq_valid && cdc->flags & SMR_CDC_F_ABORT) {
+		smr_close_early_abort_locked(smr);
+		spin_unlock_bh(&conn->lock);
+		goto out;
+	}
 	if (conn->link != link || !smr_conn_started(conn) || !conn->rmb) {
 		spin_unlock_bh(&conn->lock);
 		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);

@@ -75,12 +75,39 @@ void smr_close_notify(struct smr_sock *smr, __poll_t mask, bool reset)
 }
 
 /*
+ * The orphan timer is armed and stopped under conn->lock only: its sock
+ * reference must change hands atomically with its pending state (an
+ * unlocked sk_reset_timer(), arm then hold, let a concurrent stop put a
+ * reference not taken yet, and the sock was freed under its open file).
+ * Its handler takes conn->lock before anything else.
+ */
+static void smr_close_arm_orphan_locked(struct smr_sock *smr)
+{
+	unsigned long timeout = READ_ONCE(smr_orphan_timeout_ms);
+
+	lockdep_assert_held(&smr->conn.lock);
+	sock_hold(&smr->sk);		/* the timer's, before it can run */
+	if (mod_timer(&smr->conn.orphan_timer,
+		      jiffies + msecs_to_jiffies(timeout)))
+		__sock_put(&smr->sk);	/* it was armed: it has one */
+}
+
+static void smr_close_stop_orphan_locked(struct smr_sock *smr)
+{
+	lockdep_assert_held(&smr->conn.lock);
+	if (del_timer(&smr->conn.orphan_timer))
+		__sock_put(&smr->sk);	/* the timer's; the caller has one */
+}
+
+/*
  * The connection let go of its sock (it left a holding state): the orphan
- * timer has nothing left to guard. Any context, no lock held.
+ * timer has nothing left to guard. Any context, conn->lock not held.
  */
 void smr_close_put_hold(struct smr_sock *smr)
 {
-	sk_stop_timer(&smr->sk, &smr->conn.orphan_timer);
+	spin_lock_bh(&smr->conn.lock);
+	smr_close_stop_orphan_locked(smr);
+	spin_unlock_bh(&smr->conn.lock);
 	sock_put(&smr->sk);	/* the connection's hold */
 }
 
@@ -99,7 +126,8 @@ void smr_close_stop_timers(struct smr_sock *smr)
 /*
  * CDCs for this connection are accepted from now on (the peer may write as
  * soon as it hears from us). The connection holds its sock until the final
- * CDCs are exchanged.
+ * CDCs are exchanged. A peer that gave up first (its ABORT came early:
+ * smr_close_early_abort_locked()) resets it at once; our final is owed.
  */
 void smr_close_start(struct smr_sock *smr)
 {
@@ -112,6 +140,8 @@ void smr_close_start(struct smr_sock *smr)
 			break;
 		smr_close_set(conn, SMR_CONN_ACTIVE);
 		sock_hold(&smr->sk);
+		if (conn->rx_flags & SMR_CDC_F_ABORT)
+			smr_close_reset_locked(smr, ECONNRESET, SMR_ABORT_PEER);
 		break;
 	case SMR_CONN_ACTIVE:
 	case SMR_CONN_WR_SHUT:
@@ -124,6 +154,18 @@ void smr_close_start(struct smr_sock *smr)
 		break;		/* started before */
 	}
 	spin_unlock_bh(&conn->lock);
+}
+
+/*
+ * An ABORT for a connection not started yet: the server gave up after its
+ * ACCEPT, and its final overtook the ACCEPT we have yet to read. It must
+ * not be lost (we would wait for it): it is the peer's final, and
+ * smr_close_start() applies it. Caller holds conn->lock.
+ */
+void smr_close_early_abort_locked(struct smr_sock *smr)
+{
+	lockdep_assert_held(&smr->conn.lock);
+	smr->conn.rx_flags |= SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT;
 }
 
 /* Open, on a link, with the peer's RMB known: RDMA may carry the bytes. */
@@ -322,7 +364,7 @@ bool smr_close_app(struct smr_sock *smr)
 /*
  * After close() pushed (and lingered): let go if the finals are exchanged
  * already, else guard the wait for the peer's final with the orphan timer
- * (armed under conn->lock, so a concurrent let-go stops it). Returns true
+ * (armed under conn->lock: see smr_close_arm_orphan_locked()). Returns true
  * if the connection was reset for any reason: the inner TCP resets too (if
  * the link died, that RST is how the peer learns).
  */
@@ -333,9 +375,9 @@ bool smr_close_app_done(struct smr_sock *smr)
 
 	spin_lock_bh(&conn->lock);
 	put = smr_close_done_locked(conn);
+	/* the connection outlives the file until the peer's final comes */
 	if (smr_conn_holds_sock(conn->state))
-		sk_reset_timer(&smr->sk, &conn->orphan_timer, jiffies +
-			       msecs_to_jiffies(READ_ONCE(smr_orphan_timeout_ms)));
+		smr_close_arm_orphan_locked(smr);
 	reset = smr_conn_is_reset(conn);
 	spin_unlock_bh(&conn->lock);
 	if (put)
@@ -488,9 +530,9 @@ void smr_close_link_down(struct smr_sock *smr)
 /*
  * The handshake ended without RDMA, or the socket went before it ended:
  * give back what it took. If CDCs were already allowed, the peer may have
- * started too: it gets a final ABORT (the caller pushes it when this
- * returns true), and the RMB goes only with the sock (smr_conn_destruct()).
- * Idempotent.
+ * started too: it gets our final (the caller pushes it when this returns
+ * true), an ABORT, or CLOSED if it reset first, and the RMB goes only with
+ * the sock (smr_conn_destruct()). Idempotent.
  */
 bool smr_close_unprepare(struct smr_sock *smr)
 {
@@ -592,8 +634,7 @@ void smr_close_orphan_rearm(struct smr_sock *smr)
 	spin_lock_bh(&conn->lock);
 	put = smr_close_done_locked(conn);
 	if (smr_conn_holds_sock(conn->state))
-		sk_reset_timer(&smr->sk, &conn->orphan_timer, jiffies +
-			       msecs_to_jiffies(READ_ONCE(smr_orphan_timeout_ms)));
+		smr_close_arm_orphan_locked(smr);
 	spin_unlock_bh(&conn->lock);
 	if (put)
 		smr_close_put_hold(smr);

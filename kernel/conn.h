@@ -185,7 +185,8 @@ static inline bool smr_conn_reset_here(const struct smr_conn *conn)
 /*
  * The flags of the final CDC this side owes (0: none yet): an ABORT (sent
  * with CLOSED) once it reset the connection, else CLOSED once the
- * application closed (after the last byte unless the connection is reset).
+ * application closed (after the last byte unless the connection is reset)
+ * or the connection ended early (DEAD).
  */
 static inline u8 smr_conn_final_owed(const struct smr_conn *conn)
 {
@@ -197,10 +198,10 @@ static inline u8 smr_conn_final_owed(const struct smr_conn *conn)
 	case SMR_CONN_WR_SHUT:
 		return 0;
 	case SMR_CONN_RESET:
-	case SMR_CONN_DEAD:
 		return smr_conn_reset_here(conn) ? abort : 0;
 	case SMR_CONN_CLOSING:
 		return SMR_CDC_F_CLOSED;
+	case SMR_CONN_DEAD:	/* over early: the peer may wait for it */
 	case SMR_CONN_RESET_CLOSED:
 	case SMR_CONN_ORPHANED:
 	case SMR_CONN_DONE:
@@ -259,6 +260,7 @@ void smr_close_reset_locked(struct smr_sock *smr, int err,
 bool smr_close_peer_flags_locked(struct smr_sock *smr, u8 flags, u64 prod,
 				 __poll_t *wake);
 bool smr_close_refuses_data_locked(struct smr_sock *smr, u8 flags);
+void smr_close_early_abort_locked(struct smr_sock *smr);
 bool smr_close_done_locked(struct smr_conn *conn);
 void smr_close_put_hold(struct smr_sock *smr);
 void smr_close_link_down(struct smr_sock *smr);

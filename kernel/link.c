@@ -45,9 +45,15 @@
  * (unsignalled WRITEs and invalidations carry an error-only completion
  * entry; a flushed one means the QP went to error), and the QP retries a
  * lost packet at most SMR_LINK_RETRY_COUNT times, SMR_LINK_ACK_TIMEOUT
- * apart: a silent peer fails the link within about
- * SMR_LINK_KEEPALIVE + (SMR_LINK_RETRY_COUNT + 1) * 1.07 s (the RC ack
- * timeout 4.096 us << 18). Documentation/design.rst, "Failure semantics".
+ * apart (the RC ack timeout 4.096 us << 18 = 1.07 s). The adapter's
+ * retries are not relied on alone: a device whose packets cannot leave
+ * (its netdev's queue stalled) never counts one, and some retry for ever.
+ * So the keepalive work also checks progress: sends outstanding and none
+ * completed for SMR_LINK_STALL_TIMEOUT take the link down. A silent peer
+ * fails the link within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of the
+ * last acknowledgment. The same work guards the setup of a link we
+ * connect: not up in SMR_LINK_SETUP_TIMEOUT, it fails.
+ * Documentation/design.rst, "Failure semantics".
  *
  * Credits: an IB SEND the peer has no receive posted for draws an RNR NAK,
  * and RNR retries stall and then fail the whole link. So each end sends at
@@ -157,8 +163,10 @@ void smr_link_set_active(struct smr_link *link)
 	spin_unlock_bh(&link->lock);
 	if (!up)
 		return;		/* went down meanwhile: the teardown has it */
-	queue_delayed_work(smr_link_wq, &link->keepalive_work,
-			   SMR_LINK_KEEPALIVE);
+	WRITE_ONCE(link->send_progress, jiffies);
+	/* it guarded the setup until now (smr_link_get()) */
+	mod_delayed_work(smr_link_wq, &link->keepalive_work,
+			 SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 }
 
@@ -298,13 +306,21 @@ static int smr_link_return_credits_locked(struct smr_link *link)
 	return 0;
 }
 
+/* A signalled send completed: the peer acknowledges (keepalive checks). */
+static void smr_link_send_progress(struct smr_link *link, struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_SUCCESS)
+		WRITE_ONCE(link->send_progress, jiffies);
+	else
+		smr_link_wc_error(link, wc);
+}
+
 static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct smr_link *link = cq->cq_context;
 	int err;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free++;
 	link->credit_msg_posted = false;
@@ -356,8 +372,7 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 						 struct smr_cdc_slot, cqe);
 	struct smr_link_user *user = slot->user;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 
 	spin_lock_bh(&link->lock);
 	link->sq_free += slot->nr_wr;
@@ -474,8 +489,7 @@ static void smr_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct smr_reg_ctx *ctx = container_of(wc->wr_cqe, struct smr_reg_ctx,
 					       cqe);
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free += ctx->nr_wr;
 	spin_unlock_bh(&link->lock);
@@ -664,8 +678,7 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct smr_link *link = cq->cq_context;
 
-	if (wc->status != IB_WC_SUCCESS)
-		smr_link_wc_error(link, wc);
+	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	link->sq_free++;
 	link->keepalive_posted = false;
@@ -676,22 +689,37 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
  * A peer that died (or lost its device without a word) answers nothing:
  * a zero-length RDMA WRITE (no key needed, IBTA C9-88) every few seconds
  * then fails after the QP's retries and takes the link down, so sockets
- * waiting on that peer fail instead of hanging.
+ * waiting on that peer fail instead of hanging; and sends that stay
+ * unacknowledged for SMR_LINK_STALL_TIMEOUT take it down even when the
+ * adapter's retries never end (see "Failure detection" above). Queued
+ * first by smr_link_get(), it fails a link that is not up in time.
  */
 static void smr_link_keepalive(struct work_struct *work)
 {
 	struct smr_link *link = container_of(to_delayed_work(work),
 					     struct smr_link, keepalive_work);
+	unsigned long progress = READ_ONCE(link->send_progress);
 	struct ib_rdma_wr wr = {};
-	bool alive, down = false;
+	bool alive, stalled = false, down = false;
 
 	wr.wr.wr_cqe = &link->keepalive_cqe;
 	wr.wr.opcode = IB_WR_RDMA_WRITE;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 
 	spin_lock_bh(&link->lock);
-	if (link->state == SMR_LINK_ACTIVE && !link->keepalive_posted &&
-	    link->sq_free) {
+	if (link->state == SMR_LINK_CONNECTING) {
+		/* queued by smr_link_get(): the setup took too long */
+		spin_unlock_bh(&link->lock);
+		smr_link_fail(link, "not up in time");
+		return;
+	}
+	if (link->sq_free == SMR_LINK_SQ_DEPTH)
+		/* nothing outstanding: nothing to wait for */
+		WRITE_ONCE(link->send_progress, jiffies);
+	else if (time_after(jiffies, progress + SMR_LINK_STALL_TIMEOUT))
+		stalled = link->state == SMR_LINK_ACTIVE;
+	if (link->state == SMR_LINK_ACTIVE && !stalled &&
+	    !link->keepalive_posted && link->sq_free) {
 		link->sq_free--;
 		link->keepalive_posted = true;
 		if (ib_post_send(link->qp, &wr.wr, NULL)) {
@@ -702,7 +730,9 @@ static void smr_link_keepalive(struct work_struct *work)
 	}
 	alive = link->state != SMR_LINK_DEAD;
 	spin_unlock_bh(&link->lock);
-	if (down)
+	if (stalled)
+		smr_link_fail(link, "peer acknowledges nothing");
+	else if (down)
 		smr_link_down(link);
 	else if (alive)
 		queue_delayed_work(smr_link_wq, &link->keepalive_work,

@@ -291,6 +291,9 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	}
 	kref_get(&link->ref);		/* the user's */
 	smr_link_attach(link, user);
+	/* cancelled by the teardown, like the keepalive it becomes */
+	queue_delayed_work(smr_link_wq, &link->keepalive_work,
+			   SMR_LINK_SETUP_TIMEOUT);
 
 	err = rdma_resolve_addr(id, (struct sockaddr *)&src,
 				(struct sockaddr *)&dst, SMR_CM_TIMEOUT_MS);

@@ -41,6 +41,16 @@
 /* an idle peer is probed this often: a dead one fails the probe */
 #define SMR_LINK_KEEPALIVE	(5 * HZ)
 /*
+ * Sends outstanding this long with none completed: the peer is gone. Longer
+ * than the QP's own retries (7 x 1.07 s), which normally fail it first.
+ */
+#define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
+/*
+ * A link we connect that is not up this long fails, so that the next
+ * connection tries a new one: rdma_cm retries a lost request for minutes.
+ */
+#define SMR_LINK_SETUP_TIMEOUT	(10 * HZ)
+/*
  * RC retransmissions of a lost packet before the QP fails (7 would mean
  * "for ever" to rxe), and the ack timeout exponent between them
  * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
@@ -115,6 +125,8 @@ struct smr_link {
 	struct delayed_work	keepalive_work;
 	struct ib_cqe		keepalive_cqe;
 	bool			keepalive_posted;
+	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
+	unsigned long		send_progress;
 	struct work_struct	teardown_work;
 };
 

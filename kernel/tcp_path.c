@@ -40,6 +40,13 @@
  * listener's data_ready hook kicks its accept work. TCP's accepted children
  * inherit a listener's hooks but not its owner (NOCOPY), and are given TCP's
  * own callbacks back before they are attached.
+ *
+ * A hook may run stale: TCP read the callback pointer before the hook was
+ * replaced, and the hook then waits for the callback lock while the sock
+ * changes hands (an accepted child's inherited listener hook while it is
+ * attached to its own SMR socket). So a hook acts for the owner, and calls
+ * the callback the owner saved, only while it is still the sock's installed
+ * callback; otherwise it does what TCP itself would (smr_tcp_defaults).
  */
 #include <linux/net.h>
 #include <linux/tcp.h>
@@ -83,6 +90,19 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk)
 	return (struct smr_sock *)(v & SK_USER_DATA_PTRMASK);
 }
 
+/*
+ * The SMR socket a running hook acts for: the owner, if @hook is still the
+ * callback installed (@installed, the sock's callback read now; see "A hook
+ * may run stale" above). Caller holds the inner sk_callback_lock.
+ */
+static struct smr_sock *smr_tcp_hook_owner(const struct sock *tsk,
+					   void (*installed)(struct sock *sk),
+					   void (*hook)(struct sock *sk))
+{
+	lockdep_assert_held_read(&tsk->sk_callback_lock);
+	return installed == hook ? smr_tcp_owner(tsk) : NULL;
+}
+
 /* Softirq or process context, with the inner sock locked by TCP. */
 static void smr_tcp_error_report(struct sock *tsk)
 {
@@ -91,7 +111,8 @@ static void smr_tcp_error_report(struct sock *tsk)
 	int err;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_owner(tsk);
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_error_report),
+				 smr_tcp_error_report);
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 		err = READ_ONCE(tsk->sk_err);
@@ -124,13 +145,17 @@ bool smr_tcp_sock_is_smr(const struct sock *tsk)
  * send queue (the client waits for CONFIRM's) drive the handshake; then
  * whatever TCP would have called runs.
  */
+static void smr_tcp_hs_data_ready(struct sock *tsk);
+
 static void smr_tcp_hs_event(struct sock *tsk, enum smr_tcp_cb cb)
 {
 	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[cb]);
 	struct smr_sock *smr;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_owner(tsk);
+	/* the three are installed and removed together */
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
+				 smr_tcp_hs_data_ready);
 	if (smr) {
 		saved = smr->tcp_saved[cb];
 		smr_hs_kick(smr);
@@ -200,7 +225,9 @@ static void smr_tcp_listen_data_ready(struct sock *tsk)
 	struct smr_sock *smr;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_owner(tsk);
+	/* not an accepted child that inherited the hook: a listener */
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
+				 smr_tcp_listen_data_ready);
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
 		smr_sock_queue_work(&smr->sk, &smr->accept_work);

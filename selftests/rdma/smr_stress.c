@@ -16,12 +16,21 @@
  *               connector thread; after 0..-d us shutdown(SHUT_RD) must
  *               wake every accept() within 5 s (a stuck one counts)
  *   sink        accept on -a:-p and close what comes, until -T seconds
+ *   drain       accept on -a:-p, read every connection to its end, close
+ *               it; until -i connections ended or -T seconds passed
+ *               (bytes= in the summary)
+ *   linger      connect to -a:-p, write -s bytes in 64-byte writes, close
+ *               under SO_LINGER of -L seconds: close() must return once
+ *               the bytes and the FIN are out, well before the linger time
+ *               (max_close_ms= in the summary; one taking -L counts stuck)
  *
  * Options: -a ADDR, -p PORT, -6, -i ITERS (per thread), -j THREADS,
- * -k ACCEPTERS, -d MAX_DELAY_US, -T SECONDS, -U UID (drop to it first).
+ * -k ACCEPTERS, -d MAX_DELAY_US, -T SECONDS, -U UID (drop to it first),
+ * -s BYTES, -L SECONDS.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <grp.h>
 #include <netinet/in.h>
@@ -53,14 +62,17 @@ static struct {
 	int max_delay_us;
 	int timeout_s;
 	long uid;
+	long bytes;
+	int linger_s;
 } opt = {
 	.iters = 1000, .threads = 2, .accepters = 2, .max_delay_us = 2000,
-	.timeout_s = 120, .uid = -1,
+	.timeout_s = 120, .uid = -1, .bytes = 65536, .linger_s = 20,
 };
 
 static int smr_fam;
 static long long deadline;
 static atomic_long iters_done, ok_count, stuck_count;
+static atomic_long bytes_moved, max_close_ms, conns_ended;
 static atomic_long errno_count[STRESS_MAX_ERRNO];
 
 static void count_errno(int err)
@@ -272,12 +284,115 @@ static void run_sink(void)
 	close(l);
 }
 
+static void *drain_one(void *arg)
+{
+	int fd = (intptr_t)arg;
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		atomic_fetch_add(&bytes_moved, n);
+	if (n < 0)
+		count_errno(errno);
+	else
+		atomic_fetch_add(&ok_count, 1);
+	close(fd);
+	atomic_fetch_add(&conns_ended, 1);
+	return NULL;
+}
+
+static void run_drain(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int l = make_listener(opt.port, 4096, &ss, &len);
+
+	if (l < 0) {
+		fprintf(stderr, "smr_stress: drain listener: %s\n", strerror(-l));
+		exit(2);
+	}
+	while (time_left() && atomic_load(&conns_ended) < opt.iters) {
+		struct pollfd p = { .fd = l, .events = POLLIN };
+		pthread_t th;
+		int fd;
+
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		fd = accept(l, NULL, NULL);
+		atomic_fetch_add(&iters_done, 1);
+		if (fd < 0) {
+			count_errno(errno);
+			continue;
+		}
+		if (pthread_create(&th, NULL, drain_one, (void *)(intptr_t)fd)) {
+			close(fd);
+			continue;
+		}
+		pthread_detach(th);
+	}
+	close(l);
+}
+
+static void *run_linger(void *arg)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
+	struct linger lg = { .l_onoff = 1, .l_linger = opt.linger_s };
+	char buf[64];
+	long i, done;
+	int one = 1;
+
+	(void)arg;
+	memset(buf, 'x', sizeof(buf));
+	for (i = 0; i < opt.iters && time_left(); i++) {
+		int c = smr_socket(0);
+		long long t;
+		long ms, prev;
+
+		atomic_fetch_add(&iters_done, 1);
+		if (c < 0 || connect(c, (struct sockaddr *)&ss, len)) {
+			count_errno(errno);
+			if (c >= 0)
+				close(c);
+			continue;
+		}
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (done = 0; done < opt.bytes;) {
+			ssize_t n = write(c, buf, sizeof(buf));
+
+			if (n <= 0)
+				break;
+			done += n;
+		}
+		if (done < opt.bytes) {
+			count_errno(errno);
+			close(c);
+			continue;
+		}
+		setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		t = smr_now_ms();
+		if (close(c))
+			count_errno(errno);
+		ms = smr_now_ms() - t;
+		prev = atomic_load(&max_close_ms);
+		while (ms > prev &&
+		       !atomic_compare_exchange_weak(&max_close_ms, &prev, ms))
+			;
+		if (ms >= opt.linger_s * 1000L)
+			atomic_fetch_add(&stuck_count, 1);
+		else
+			atomic_fetch_add(&ok_count, 1);
+		atomic_fetch_add(&bytes_moved, done);
+	}
+	return NULL;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: smr_stress listen|hsclose|acceptshut|sink [-a ADDR] [-p PORT] [-6]\n"
-		"       [-i ITERS] [-j THREADS] [-k ACCEPTERS] [-d MAX_DELAY_US] [-T SECONDS]\n"
-		"       [-U UID]\n");
+		"usage: smr_stress listen|hsclose|acceptshut|sink|drain|linger [-a ADDR]\n"
+		"       [-p PORT] [-6] [-i ITERS] [-j THREADS] [-k ACCEPTERS]\n"
+		"       [-d MAX_DELAY_US] [-T SECONDS] [-U UID] [-s BYTES] [-L SECONDS]\n");
 	exit(2);
 }
 
@@ -294,7 +409,7 @@ int main(int argc, char **argv)
 		usage();
 	opt.mode = argv[1];
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:p:6i:j:k:d:T:U:")) != -1) {
+	while ((c = getopt(argc, argv, "a:p:6i:j:k:d:T:U:s:L:")) != -1) {
 		switch (c) {
 		case 'a':
 			opt.addr = optarg;
@@ -323,6 +438,12 @@ int main(int argc, char **argv)
 		case 'U':
 			opt.uid = atol(optarg);
 			break;
+		case 's':
+			opt.bytes = atol(optarg);
+			break;
+		case 'L':
+			opt.linger_s = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
@@ -336,7 +457,9 @@ int main(int argc, char **argv)
 		fn = run_hsclose;
 	else if (!strcmp(opt.mode, "acceptshut"))
 		fn = run_acceptshut;
-	else if (strcmp(opt.mode, "sink"))
+	else if (!strcmp(opt.mode, "linger"))
+		fn = run_linger;
+	else if (strcmp(opt.mode, "sink") && strcmp(opt.mode, "drain"))
 		usage();
 	smr_fam = smr_module_family();
 	if (smr_fam < 0) {
@@ -356,6 +479,8 @@ int main(int argc, char **argv)
 			pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i);
 		for (i = 0; i < opt.threads; i++)
 			pthread_join(th[i], NULL);
+	} else if (!strcmp(opt.mode, "drain")) {
+		run_drain();
 	} else {
 		run_sink();
 	}
@@ -366,9 +491,10 @@ int main(int argc, char **argv)
 			off += snprintf(errs + off, sizeof(errs) - off, "%s%s:%ld",
 					off ? "," : "", smr_errname(i), n);
 	}
-	printf("summary mode=%s iters=%ld ok=%ld errors=%s stuck=%ld elapsed_ms=%lld\n",
+	printf("summary mode=%s iters=%ld ok=%ld errors=%s stuck=%ld elapsed_ms=%lld bytes=%ld max_close_ms=%ld\n",
 	       opt.mode, atomic_load(&iters_done), atomic_load(&ok_count),
-	       off ? errs : "-", atomic_load(&stuck_count), smr_now_ms() - t0);
+	       off ? errs : "-", atomic_load(&stuck_count), smr_now_ms() - t0,
+	       atomic_load(&bytes_moved), atomic_load(&max_close_ms));
 	fflush(stdout);
 	/* stuck threads never return: do not wait for them */
 	_exit(atomic_load(&stuck_count) ? 1 : 0);

@@ -10,7 +10,12 @@
 
 # shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
 suite_tests=(
-	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
+	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
+	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
+	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while A floods 200 connections with writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
+	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
+	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 20 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, long before the linger time, and B receives every byte"
+	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -23,13 +28,72 @@ b_conns_count() {
 }
 
 b_links_count() {
-	rdma_links_count
+	rdma_links_count <(rdma_links)
+}
+
+# roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
+b_roce_drop() {
+	roce_drop "$1"
+	echo ok
+}
+
+# rmmod_now: rmmod smr once its sockets are gone; "rc=N ...".
+b_rmmod_now() {
+	rdma_wait_unref 10 >/dev/null
+	rdma_rmmod
+}
+
+# hog SECONDS: both CPUs busy at real-time priority for SECONDS (softirqs
+# and workqueues, rxe's and the CQ handler included, run late). "ok".
+b_hog() {
+	local i
+	for i in 1 2; do
+		start_detached "hog$i" chrt -f 10 timeout "$1" \
+			bash -c 'while :; do :; done'
+	done
+	echo ok
+}
+
+# drain PORT SECONDS COUNT: an SMR listener on B that reads COUNT
+# connections to their end (smr_stress drain). "ok" once it listens.
+b_drain() {
+	start_detached "drain$1" "${RDMA_STREAM%/*}/smr_stress" drain \
+		-a "$SMR_SELF_ADDR" -p "$1" -T "$2" -i "$3"
+	sleep 0.5
+	if [ -e "$work/drain$1.rc" ]; then
+		echo "fail: $(cat "$work/drain$1.err")"
+	else
+		echo ok
+	fi
+}
+
+# drain_result PORT SECONDS: the drain server's summary once it ended
+# (stopped after SECONDS).
+b_drain_result() {
+	rdma_wait_file "$work/drain$1.rc" "$2" || stop_detached "drain$1"
+	grep '^summary' "$work/drain$1.out"
 }
 
 # hold_release NAME: let server NAME (held with -H) go on.
 b_hold_release() {
 	: >"$work/$1.go"
 	echo ok
+}
+
+# --- both hosts ----------------------------------------------------------------
+
+# roce_drop on|off: this host drops every RoCE v2 packet it receives (a
+# partition of the RDMA network while TCP still flows: neither end's
+# packets are acknowledged). Only input: rxe does not recover from its own
+# packets refused on output (its management QP stops sending for good).
+roce_drop() {
+	nft delete table inet smr_faults 2>/dev/null
+	[ "$1" = on ] || return 0
+	nft -f - <<'NFT'
+table inet smr_faults {
+	chain in { type filter hook input priority 0; udp dport 4791 drop; }
+}
+NFT
 }
 
 # --- host A --------------------------------------------------------------------
@@ -45,7 +109,7 @@ wait_until() {
 }
 
 no_links_a() {
-	[ "$(rdma_links_count)" = 0 ]
+	[ "$(rdma_links_count <(rdma_links))" = 0 ]
 }
 
 no_links_b() {
@@ -65,6 +129,43 @@ reload_a() {
 	[[ $r == rc=0* ]] || t_fail "A: rmmod smr: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
 	r=$(rdma_insmod)
 	[[ $r == rc=0* ]] || t_fail "A: insmod smr again: $r"
+}
+
+case_partition() {
+	local pid t0 ok_n r
+	t_begin partition
+	rm -f "$work/part.trigger" "$work/part.ready"
+	serve part -p 6130 -n "$faults_conns" -s 0 -T 300 || { t_end; return; }
+	client_bg part -a "$peer" -p 6130 -n "$faults_conns" -s 0 -F \
+		-X "$work/part.trigger" -W 30 -R "$work/part.ready" -T 300
+	pid=$bg_pid
+	rdma_wait_file "$work/part.ready" 120 "$pid" ||
+		t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
+	: >"$work/part.trigger"
+	t0=$SECONDS
+	r=$(b_call roce_drop on)
+	ck "B drops RoCE" "$r" eq ok
+	client_bg_wait "$pid" part
+	ok_n=$(summary_field part client ok)
+	ck "A: SMR sockets that failed within 30 s of the partition" "${ok_n:-none}" eq "$faults_conns"
+	wait_until 30 no_links_a || t_fail "A: its link is still there: $(rdma_links | tr '\n' ' ')"
+	wait_until 30 no_links_b || t_fail "B: its link is still there: $(b_call links | tr '\n' ' ')"
+	server_result part 60
+	ck "B: SMR sockets that failed" "$(summary_field part server failed)" eq "$faults_conns"
+	b_call roce_drop off >/dev/null
+	reload_a
+	r=$(b_call rmmod_now)
+	[[ $r == rc=0* ]] || t_fail "B: rmmod smr: $(tr '\n' ' ' <<<"$r")"
+	r=$(b_call insmod)
+	[[ $r == rc=0* ]] || t_fail "B: insmod smr again: $r"
+	b_call stop part >/dev/null
+	# the network healed: links come up again
+	serve part2 -p 6133 -n 1 -s 65536 -T 60 || { t_end; return; }
+	client part2 -a "$peer" -p 6133 -n 1 -s 65536 -T 60
+	server_result part2 60
+	ck "after the partition: a new connection in mode rdma, intact" "$(summary_field part2 client ok)" eq 1
+	t_note "RoCE dropped by B: A's $ok_n/$faults_conns sockets failed ($(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|fail_ms)=/) printf "%s ", $i }' "$work/part.client")), both links gone $((SECONDS - t0)) s after the drop began, rmmod ok on both"
+	t_end
 }
 
 case_silent() {
@@ -97,6 +198,156 @@ case_silent() {
 	t_diag "B (after the thaw): $(grep '^summary' "$work/silent.server")"
 	b_call stop silent >/dev/null
 	t_note "A: $ok_n/$faults_conns sockets failed ($(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|fail_ms)=/) printf "%s ", $i }' "$work/silent.client")); A's link gone ${t_gone} s after the freeze, buffer_bytes_pinned then $pinned, rmmod ok; B's link gone after the thaw"
+	t_end
+}
+
+# rnr_counts FILE: "rcvd sent exceeded" RNR counters of a saved rxe file.
+rnr_counts() {
+	echo "$(rdma_kv "$1" rcvd_rnr_err) $(rdma_kv "$1" send_rnr_err) $(rdma_kv "$1" retry_rnr_exceeded_err)"
+}
+
+case_busy() {
+	local pids=() p r waits rnr_a rnr_b
+	t_begin busy
+	snap busy.pre
+	rdma_rxe_counters >"$work/busy.rxe.pre.a"
+	b_call rxe >"$work/busy.rxe.pre.b"
+	serve busy -p 6134 -n 200 -s 8192 -m 64 -M rdma -T 400 || { t_end; return; }
+	r=$(b_call hog 8)
+	ck "B's CPUs held busy" "$r" eq ok
+	for p in 1 2; do
+		client_bg "busy$p" -a "$peer" -p 6134 -n 100 -s 8192 -m 64 -M rdma -T 400
+		pids+=("$bg_pid")
+	done
+	for p in 1 2; do
+		client_bg_wait "${pids[$((p - 1))]}" "busy$p"
+		ck "client process $p: every connection intact in mode rdma" "$(sed -n 's/^rc=//p' "$work/busy$p.client")" eq 0
+	done
+	server_result busy 120
+	ck "B's server: every connection intact in mode rdma" "$(summary_field busy server ok)" eq 200
+	snap busy.post
+	rdma_rxe_counters >"$work/busy.rxe.post.a"
+	b_call rxe >"$work/busy.rxe.post.b"
+	waits=$(( $(delta busy.pre busy.post a cdc_waits) + $(delta busy.pre busy.post b cdc_waits) ))
+	ck "CDCs that waited for a slot or a credit (both hosts)" "$waits" gt 0
+	ck "A's link failures" "$(delta busy.pre busy.post a links_failed)" eq 0
+	ck "B's link failures" "$(delta busy.pre busy.post b links_failed)" eq 0
+	read -ra pre_a <<<"$(rnr_counts "$work/busy.rxe.pre.a")"
+	read -ra post_a <<<"$(rnr_counts "$work/busy.rxe.post.a")"
+	read -ra pre_b <<<"$(rnr_counts "$work/busy.rxe.pre.b")"
+	read -ra post_b <<<"$(rnr_counts "$work/busy.rxe.post.b")"
+	rnr_a=$(( post_a[0] - pre_a[0] + post_a[1] - pre_a[1] + post_a[2] - pre_a[2] ))
+	rnr_b=$(( post_b[0] - pre_b[0] + post_b[1] - pre_b[1] + post_b[2] - pre_b[2] ))
+	ck "RNR NAKs sent, received or exhausted on A (rxe)" "$rnr_a" eq 0
+	ck "RNR NAKs sent, received or exhausted on B (rxe)" "$rnr_b" eq 0
+	t_note "B held busy 8 s at real-time priority under 200 connections x 8 KiB each way in writes of 1..64 B: $waits CDCs waited for a slot or credit, RNR NAKs A $rnr_a B $rnr_b, no link failed, every byte intact"
+	t_end
+}
+
+# waiting_on_a: A's links have connections waiting for a slot or credit.
+waiting_on_a() {
+	[ "$(rdma_links | awk 'NR > 1 && $10 > 0 { n++ } END { print n + 0 }')" -gt 0 ]
+}
+
+case_waiters() {
+	local pid r n_wait active
+	t_begin waiters
+	rm -f "$work/wait.trigger"
+	serve wait -p 6135 -n 200 -s 0 -m 64 -F -W 60 -T 300 || { t_end; return; }
+	r=$(b_call hog 20)
+	ck "B's CPUs held busy" "$r" eq ok
+	client_bg wait -a "$peer" -p 6135 -n 200 -s 0 -m 64 -F -X "$work/wait.trigger" -W 60 -T 300
+	pid=$bg_pid
+	wait_until 60 waiting_on_a || t_fail "no connection waited on A's link within 60 s: $(rdma_links | tr '\n' ' ')"
+	n_wait=$(rdma_links | awk 'NR > 1 { n += $10 } END { print n + 0 }')
+	: >"$work/wait.trigger"
+	t_diag "rdma link delete rxe0: $(rdma link delete rxe0 2>&1)"
+	client_bg_wait "$pid" wait
+	ck "A: sockets that failed once the device went" "$(summary_field wait client ok)" eq 200
+	for _ in $(seq 150); do
+		active=$(rdma_stats | awk '$1 == "sockets_active" { print $2 }')
+		[ "$active" = 0 ] && no_conns_a && break
+		sleep 0.2
+	done
+	ck "A: SMR sockets still active after the teardown" "$active" eq 0
+	no_conns_a || t_fail "A: connections left: $(head -n 3 /proc/net/smr/conns | tr '\n' ' ')"
+	t_diag "rdma link add rxe0: $(rdma link add rxe0 type rxe netdev eth0 2>&1)"
+	reload_a
+	b_call stop wait >/dev/null
+	t_note "$n_wait connections waited on A's link for a slot or credit when rxe0 went: all 200 sockets failed, sockets_active back to 0, rmmod ok"
+	t_end
+}
+
+case_linger() {
+	local r sum bmax n=100 bytes=65536
+	t_begin linger
+	snap linger.pre
+	r=$(b_call drain 6136 300 "$n")
+	ck "B's drain server started" "$r" eq ok
+	r=$(b_call hog 6)
+	ck "B's CPUs held busy" "$r" eq ok
+	timeout 120 "${RDMA_STREAM%/*}/smr_stress" linger -a "$peer" -p 6136 \
+		-j "$n" -i 1 -s "$bytes" -L 20 -T 100 >"$work/linger.run" 2>&1
+	echo "rc=$?" >>"$work/linger.run"
+	sum=$(grep '^summary' "$work/linger.run")
+	snap linger.post
+	# B's reader sees every connection's end
+	r=$(b_call drain_result 6136 60)
+	ck "linger: exit status" "$(sed -n 's/^rc=//p' "$work/linger.run")" eq 0
+	ck "closes that returned before the linger time" "$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$sum")" eq "$n"
+	bmax=$(sed -n 's/.* max_close_ms=\([0-9]*\).*/\1/p' <<<"$sum")
+	ck "longest close() in ms (linger 20 s)" "$bmax" lt 15000
+	ck "bytes B read" "$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$r")" eq $((n * bytes))
+	ck "CDCs that waited for a slot or a credit (A)" "$(delta linger.pre linger.post a cdc_waits)" gt 0
+	t_note "B held busy 6 s: $n lingering closes (SO_LINGER 20 s) after 64 KiB each, the longest took ${bmax} ms; $(delta linger.pre linger.post a cdc_waits) CDCs waited for room on A; B read every byte"
+	t_end
+}
+
+case_setup() {
+	local round pid r fails=0 rm_ok=0 dev_rounds=0 mod_rounds=0
+	t_begin setup
+	serve setup -p 6138 -n 48 -s 4096 -M any -T 400 || { t_end; return; }
+	for round in $(seq 24); do
+		# links go as soon as they are unused: every round builds one
+		sysctl -qw net.smr.link_idle_timeout_ms=10
+		wait_until 10 no_links_a || t_fail "round $round: A's links did not idle out"
+		"$stream" client -a "$peer" -p 6138 -n 2 -s 4096 -M any -T 30 \
+			>"$work/setup$round.client" 2>&1 &
+		pid=$!
+		sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+		if [ $((round % 2)) = 1 ]; then
+			# the device goes while rdma_cm resolves or connects
+			dev_rounds=$((dev_rounds + 1))
+			rdma link delete rxe0 >/dev/null 2>&1
+			wait "$pid"
+			r=$(rdma link add rxe0 type rxe netdev eth0 2>&1) ||
+				t_fail "round $round: rdma link add: $r"
+		else
+			# the module goes: the sockets first, then rmmod at once
+			mod_rounds=$((mod_rounds + 1))
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			for _ in $(seq 100); do
+				r=$(rdma_rmmod)
+				[[ $r == rc=0* ]] && break
+				sleep 0.05
+			done
+			if [[ $r == rc=0* ]]; then
+				rm_ok=$((rm_ok + 1))
+			else
+				t_fail "round $round: rmmod: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
+			fi
+			r=$(rdma_insmod)
+			[[ $r == rc=0* ]] || t_fail "round $round: insmod: $r"
+		fi
+		grep -q '^conn .* ok=1' "$work/setup$round.client" || fails=$((fails + 1))
+	done
+	sysctl -qw net.smr.link_idle_timeout_ms=30000
+	wait_until 30 no_links_a || t_fail "A: links left: $(rdma_links | tr '\n' ' ')"
+	wait_until 30 no_conns_a || t_fail "A: connections left: $(head -n 3 /proc/net/smr/conns | tr '\n' ' ')"
+	b_call stop setup >/dev/null
+	ck "rmmod during link setup that succeeded" "$rm_ok" eq "$mod_rounds"
+	t_note "$dev_rounds rounds removed A's device and $mod_rounds unloaded smr 0..300 ms into a new link's setup; rmmod succeeded $rm_ok/$mod_rounds times; $fails rounds' connections did not complete (expected: they were cut); no link or connection left"
 	t_end
 }
 
