@@ -471,27 +471,20 @@ bool smr_close_refuses_data_locked(struct smr_sock *smr, u8 flags)
 }
 
 /*
- * The link went down (its teardown, process context): the connection is
- * reset, its buffers are freed with the link's pool, a handshake waiting
- * for this link decides, and the sock is let go.
+ * The connection ends before its finals (the link is gone, or the
+ * handshake was cut short) and lets go of its sock: DEAD where the
+ * application still has the socket, DONE where it closed it. Returns true
+ * if it held the sock (the caller puts it, unlocked: smr_close_put_hold()).
+ * Caller holds conn->lock.
  */
-void smr_close_link_down(struct smr_sock *smr)
+static bool smr_close_end_early_locked(struct smr_conn *conn)
 {
-	struct smr_conn *conn = &smr->conn;
-	struct smr_buf *rmb, *sndbuf;
-	struct smr_link *link;
-	bool was_open, put;
-	u8 old;
+	u8 old = conn->state;
 
-	lock_sock(&smr->sk);
-	spin_lock_bh(&conn->lock);
-	old = conn->state;
-	was_open = smr_conn_started(conn) && !smr_conn_is_reset(conn);
-	if (was_open)
-		smr_close_reset_locked(smr, ECONNRESET, SMR_ABORT_LINK);
+	lockdep_assert_held(&conn->lock);
 	switch (conn->state) {
 	case SMR_CONN_INIT:
-		break;		/* the handshake decides: kicked below */
+		break;		/* never started: nothing held */
 	case SMR_CONN_ACTIVE:
 	case SMR_CONN_WR_SHUT:
 	case SMR_CONN_RESET:
@@ -504,9 +497,30 @@ void smr_close_link_down(struct smr_sock *smr)
 		break;
 	case SMR_CONN_DEAD:
 	case SMR_CONN_DONE:
-		break;
+		break;		/* let go already */
 	}
-	put = smr_conn_holds_sock(old);
+	return smr_conn_holds_sock(old);
+}
+
+/*
+ * The link went down (its teardown, process context): the connection is
+ * reset, its buffers are freed with the link's pool, a handshake waiting
+ * for this link decides, and the sock is let go.
+ */
+void smr_close_link_down(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct smr_buf *rmb, *sndbuf;
+	struct smr_link *link;
+	bool was_open, put;
+
+	lock_sock(&smr->sk);
+	spin_lock_bh(&conn->lock);
+	was_open = smr_conn_started(conn) && !smr_conn_is_reset(conn);
+	if (was_open)
+		smr_close_reset_locked(smr, ECONNRESET, SMR_ABORT_LINK);
+	/* not started (INIT): the handshake decides, kicked below */
+	put = smr_close_end_early_locked(conn);
 	spin_unlock_bh(&conn->lock);
 	smr_conn_take(smr, &link, &rmb, &sndbuf);
 	if (rmb)
@@ -540,33 +554,13 @@ bool smr_close_unprepare(struct smr_sock *smr)
 	struct smr_buf *rmb, *sndbuf;
 	struct smr_link *link;
 	bool started, put;
-	u8 old;
 
 	spin_lock_bh(&conn->lock);
-	old = conn->state;
 	started = smr_conn_started(conn);
-	switch (conn->state) {
-	case SMR_CONN_INIT:
-		break;		/* the buffers go below */
-	case SMR_CONN_ACTIVE:
-	case SMR_CONN_WR_SHUT:
+	/* reset here (no error for the application: it goes to TCP or away) */
+	if (started && !smr_conn_is_reset(conn))
 		WRITE_ONCE(conn->abort_reason, SMR_ABORT_LOCAL);
-		fallthrough;
-	case SMR_CONN_RESET:
-		smr_close_set(conn, SMR_CONN_DEAD);
-		break;
-	case SMR_CONN_CLOSING:
-		WRITE_ONCE(conn->abort_reason, SMR_ABORT_LOCAL);
-		fallthrough;
-	case SMR_CONN_RESET_CLOSED:
-	case SMR_CONN_ORPHANED:
-		smr_close_set(conn, SMR_CONN_DONE);
-		break;
-	case SMR_CONN_DEAD:
-	case SMR_CONN_DONE:
-		break;
-	}
-	put = smr_conn_holds_sock(old);
+	put = smr_close_end_early_locked(conn);
 	spin_unlock_bh(&conn->lock);
 	if (!started) {
 		smr_conn_take(smr, &link, &rmb, &sndbuf);
