@@ -7,10 +7,14 @@
 #   make module-old    smr.ko for Debian's 6.1 (build/kernels/RELEASE/)
 #   make module-rt     smr.ko for 6.12 PREEMPT_RT (build/kernels/RELEASE/)
 #   make modules-all   (or all-kernels) smr.ko for 6.12, 6.1 and rt
+#   make modules-test  the test module for 6.12: smr.ko with the hooks only
+#                      the test suites use (build/kernels/RELEASE-test/;
+#                      scripts/build-copy --test NAME for other kernels)
 #   make debug-kernel  build (about an hour) or reuse the debug kernel
 #                      (KASAN, UBSAN, kmemleak, lockdep: scripts/debug-kernel)
 #   make modules-debug smr.ko for the debug kernel (builds that if needed)
 #   make check         build everything and run the test suite in QEMU guests
+#                      (they boot the test module)
 #   make check-debug   the whole suite on the debug kernel, 2 vCPUs a guest;
 #                      fails if the debug kernel is not built (make
 #                      debug-kernel), never runs on another kernel
@@ -33,7 +37,7 @@ KVER_MAIN ?= 6.12
 KVER_OLD ?= 6.1
 KDIR ?= $(shell $(REPO)/scripts/kdir $(KVER_MAIN) 2>/dev/null)
 
-.PHONY: all modules deps all-kernels modules-all module-old module-rt \
+.PHONY: all modules deps all-kernels modules-all module-old module-rt modules-test \
 	debug-kernel modules-debug user check check-debug check-kernels \
 	selftests style sparse demo bench install clean
 
@@ -56,6 +60,11 @@ module-rt:
 
 modules-all: modules module-old module-rt
 
+# The test module: SMR_TEST_HOOKS=1 adds the hooks only the test suites use
+# (vm-run --module test boots it); the product module never has them.
+modules-test:
+	@$(REPO)/scripts/build-copy --test $(KVER_MAIN)
+
 all-kernels: modules-all
 
 debug-kernel: deps
@@ -72,7 +81,7 @@ user:
 
 selftests: user
 
-check: deps modules user
+check: deps modules modules-test user
 	@$(REPO)/selftests/run_tests.sh
 
 # An hour-long kernel build is never started implicitly: check-debug needs
@@ -82,9 +91,12 @@ check-debug: deps modules user
 		{ echo "check-debug: the debug kernel is not built: run make debug-kernel (about an hour)" >&2; exit 1; }
 	@$(REPO)/scripts/debug-kernel >/dev/null
 	@$(REPO)/scripts/build-copy debug
+	@$(REPO)/scripts/build-copy --test debug
 	@SMR_VM_KERNEL=debug SMR_VM_SMP=2 $(REPO)/selftests/run_tests.sh
 
 check-kernels: deps module-old module-rt user
+	@$(REPO)/scripts/build-copy --test $(KVER_OLD)
+	@$(REPO)/scripts/build-copy --test rt
 	@SMR_TEST_KERNELS="$(KVER_OLD) rt" $(REPO)/selftests/run_tests.sh api rdma
 
 demo: deps modules user

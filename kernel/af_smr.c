@@ -2,10 +2,12 @@
 /*
  * SMR: the AF_SMR address family and its socket operations.
  *
- * An SMR socket presents TCP's exact semantics. Until a connection has
- * negotiated an RDMA path it is served by its inner TCP socket
- * (tcp_path.c): every operation is handed to it, and the answers, errnos,
- * poll masks and blocking behaviour are TCP's own.
+ * An SMR socket presents TCP's exact semantics. Its data path is its
+ * transport (transport.c), chosen once when the mode is decided: until a
+ * connection has negotiated an RDMA path it is served by its inner TCP
+ * socket (tcp_path.c), whose answers, errnos, poll masks and blocking
+ * behaviour are TCP's own. The operations here never ask for the mode:
+ * what differs between the paths is the transport's.
  *
  * A listening SMR socket drains its inner TCP accept queue from a work
  * item, negotiates with each child (handshake.c) and queues the decided
@@ -31,8 +33,12 @@
 #include <net/sock.h>
 #include <net/tcp_states.h>
 
-#include "compat.h"
+#include "af_smr.h"
+#include "handshake.h"
 #include "smr.h"
+#include "stats.h"
+#include "tcp_path.h"
+#include "transport.h"
 
 static struct proto smr_proto = {
 	.name		= "SMR",
@@ -45,43 +51,9 @@ static void smr_accept_work(struct work_struct *work);
 static void smr_listener_set_inner_backlog(struct smr_sock *lsmr);
 static void smr_child_free_later(struct smr_sock *child);
 
-void smr_set_mode(struct smr_sock *smr, enum smr_mode mode,
-		  enum smr_reason reason)
-{
-	struct net *net = sock_net(&smr->sk);
-
-	WRITE_ONCE(smr->reason, reason);
-	if (cmpxchg(&smr->mode, SMR_MODE_PENDING, mode) != SMR_MODE_PENDING)
-		return;
-	/* a connect settles here, blocking or not (accepts count in accept) */
-	if (smr->connecting) {
-		WRITE_ONCE(smr->sk.sk_state, TCP_ESTABLISHED);
-		smr_stat_inc(net, SMR_STAT_CONNECTS);
-	}
-	smr_stat_inc(net, mode == SMR_MODE_RDMA ? SMR_STAT_MODE_RDMA :
-						  SMR_STAT_MODE_TCP);
-	if (mode == SMR_MODE_TCP)
-		smr_stat_inc(net, SMR_STAT_FALLBACK_FIRST + reason);
-}
-
-/*
- * A connection found established without a negotiation (none was started
- * for it) settles on TCP with that reason.
- */
-static void smr_mode_refresh(struct smr_sock *smr)
-{
-	if (READ_ONCE(smr->mode) != SMR_MODE_PENDING ||
-	    READ_ONCE(smr->hs_state) != SMR_HS_IDLE ||
-	    READ_ONCE(smr->sk.sk_state) == TCP_LISTEN)
-		return;
-	if (smr_tcp_was_connected(smr))
-		smr_set_mode(smr, SMR_MODE_TCP, SMR_REASON_NOT_NEGOTIATED);
-}
-
 /* The last reference is gone: nothing can find the sock any more. */
 static void smr_sock_destruct(struct sock *sk)
 {
-	smr_hs_forget_token(smr_sk(sk));
 	smr_conn_destruct(smr_sk(sk));
 }
 
@@ -102,6 +74,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	smr = smr_sk(sk);
 	smr->mode = SMR_MODE_PENDING;
 	smr->reason = SMR_REASON_NONE;
+	smr_transport_init(smr);
 	atomic64_set(&smr->bytes_sent, 0);
 	atomic64_set(&smr->bytes_received, 0);
 	atomic64_set(&smr->rdma_bytes_sent, 0);
@@ -116,7 +89,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	INIT_WORK(&smr->accept_work, smr_accept_work);
 	/* SOL_SOCKET options reach smr_setsockopt() to go to both socks */
 	if (sock)
-		smr_want_sol_socket(sock);
+		set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_CREATED);
 	smr_stat_inc(net, SMR_STAT_SOCKETS_ACTIVE);
 	return sk;
@@ -124,7 +97,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 
 static void smr_sock_free(struct sock *sk)
 {
-	smr_conn_stop_timers(smr_sk(sk));
+	smr_close_stop_timers(smr_sk(sk));
 	smr_stat_add(sock_net(sk), SMR_STAT_SOCKETS_ACTIVE, -1);
 	sock_orphan(sk);
 	sk->sk_state = TCP_CLOSE;
@@ -135,12 +108,7 @@ static void smr_sock_free(struct sock *sk)
 static void smr_child_free(struct smr_sock *child)
 {
 	smr_hs_stop(child);
-	if (smr_conn_is_rdma(child)) {
-		smr_conn_abort(child, SMR_ABORT_LOCAL);
-		smr_conn_close(child);
-	} else {
-		smr_conn_unprepare(child);	/* a handshake cut short */
-	}
+	smr_transport(child)->release(child, true);
 	smr_tcp_release(child, true);
 	if (child->listener) {
 		sock_put(&child->listener->sk);
@@ -175,7 +143,7 @@ static void smr_child_free_later(struct smr_sock *child)
  * inner queue before that and is still setting it up (it frees the child
  * itself or has listed it by the time it lets go). Process context.
  */
-void smr_listener_stop(struct smr_sock *lsmr)
+static void smr_listener_stop(struct smr_sock *lsmr)
 {
 	struct smr_sock *child, *tmp;
 	LIST_HEAD(children);
@@ -229,7 +197,7 @@ static int smr_create(struct net *net, struct socket *sock, int protocol,
 static int smr_release(struct socket *sock)
 {
 	struct sock *sk = sock->sk;
-	bool reset = false;
+	bool reset;
 
 	if (!sk)
 		return 0;
@@ -237,10 +205,7 @@ static int smr_release(struct socket *sock)
 		smr_listener_stop(smr_sk(sk));
 	smr_hs_stop(smr_sk(sk));
 	/* RDMA: the final CDC goes out first; a reset resets TCP too */
-	if (smr_conn_is_rdma(smr_sk(sk)))
-		reset = smr_conn_close(smr_sk(sk));
-	else
-		smr_conn_unprepare(smr_sk(sk));	/* a handshake cut short */
+	reset = smr_transport(smr_sk(sk))->release(smr_sk(sk), false);
 	smr_tcp_release(smr_sk(sk), reset);
 	smr_sock_free(sk);
 	sock->sk = NULL;
@@ -271,44 +236,34 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 	long timeo;
 	int err;
 
+	bool unspec = addr && len >= sizeof(addr->sa_family) &&
+		      addr->sa_family == AF_UNSPEC;
+
 	/* a fresh connect (not a retry of one under way) may negotiate */
 	lock_sock(&smr->sk);
 	smr->connecting = true;
-	if (READ_ONCE(smr->mode) == SMR_MODE_PENDING &&
-	    READ_ONCE(smr->hs_state) == SMR_HS_IDLE &&
-	    READ_ONCE(tcp->sk->sk_state) == TCP_CLOSE &&
-	    addr && len >= sizeof(addr->sa_family) &&
-	    addr->sa_family != AF_UNSPEC)
-		smr_hs_client_prepare(smr);
+	smr_hs_client_prepare(smr, addr, len);
 	release_sock(&smr->sk);
 
 	/* RDMA: the disconnect resets it and TCP carries on alone */
-	if (addr && len >= sizeof(addr->sa_family) &&
-	    addr->sa_family == AF_UNSPEC && smr_conn_is_rdma(smr))
-		smr_conn_disconnect(smr);
+	if (unspec)
+		smr_transport(smr)->disconnect(smr);
 	err = tcp->ops->connect(tcp, addr, len, flags);
 	smr_tcp_err_consumed(smr, err);
 	/* connect(AF_UNSPEC) disconnects: TCP's answer is the answer */
-	if (addr && len >= sizeof(addr->sa_family) &&
-	    addr->sa_family == AF_UNSPEC) {
+	if (unspec) {
 		if (!err)
 			sock->state = SS_UNCONNECTED;
 		return err;
 	}
-	if (err && err != -EINPROGRESS && err != -EALREADY &&
-	    READ_ONCE(smr->hs_state) == SMR_HS_CONNECTING &&
-	    READ_ONCE(tcp->sk->sk_state) == TCP_CLOSE) {
-		lock_sock(&smr->sk);
-		smr_hs_client_abandon(smr);
-		release_sock(&smr->sk);
-	}
+	smr_hs_client_connect_failed(smr, err);
 	if (err)
 		return err;
 
 	/* TCP is connected; the application waits for the negotiation */
 	timeo = sock_sndtimeo(&smr->sk, flags & O_NONBLOCK);
 	if (smr_hs_pending(smr)) {
-		err = smr_hs_wait(smr, timeo);
+		err = smr_wait_decided(smr, timeo);
 		if (err == -EAGAIN)
 			return flags & O_NONBLOCK ? -EALREADY : -EINPROGRESS;
 		if (err)
@@ -385,7 +340,7 @@ static void smr_listener_set_inner_backlog(struct smr_sock *lsmr)
 }
 
 /* A child's mode is settled: hand it to accept(). */
-void smr_child_decided(struct smr_sock *child)
+static void smr_child_decided(struct smr_sock *child)
 {
 	struct smr_sock *lsmr = child->listener;
 
@@ -398,7 +353,7 @@ void smr_child_decided(struct smr_sock *child)
 }
 
 /* A child's handshake reset the connection: nobody will accept it. */
-void smr_child_aborted(struct smr_sock *child)
+static void smr_child_aborted(struct smr_sock *child)
 {
 	struct smr_sock *lsmr = child->listener;
 	bool mine = false;
@@ -419,6 +374,16 @@ void smr_child_aborted(struct smr_sock *child)
 	}
 }
 
+/* The handshake's word on a child (smr_sock.hs_decided). */
+static void smr_child_hs_decided(struct smr_sock *child, bool reset)
+{
+	sock_owned_by_me(&child->sk);
+	if (reset)
+		smr_child_aborted(child);
+	else
+		smr_child_decided(child);
+}
+
 static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 				      struct socket *newtcp)
 {
@@ -436,6 +401,7 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);
 	child->listener = lsmr;
+	child->hs_decided = smr_child_hs_decided;
 	return child;
 }
 
@@ -482,16 +448,13 @@ static bool smr_listener_pull_one_locked(struct smr_sock *lsmr)
 		smr_hs_server_start(child);
 		return true;
 	}
-	lock_sock(&child->sk);
 	if (res == SMR_NEGOT_PEER_NO_DEVICE)	/* declined in the SYN-ACK */
 		smr_stat_inc(sock_net(&child->sk), SMR_STAT_HS_DECLINED);
-	smr_set_mode(child, SMR_MODE_TCP,
-		     res == SMR_NEGOT_COOKIE ? SMR_REASON_SYN_COOKIES :
-		     res == SMR_NEGOT_NO_SPACE ? SMR_REASON_OPTION_NO_SPACE :
-		     res == SMR_NEGOT_PEER_NO_DEVICE ? SMR_REASON_NO_RDMA_DEVICE :
-		     SMR_REASON_PEER_NO_SMR);
-	WRITE_ONCE(child->hs_state, SMR_HS_DONE);
-	release_sock(&child->sk);
+	smr_hs_skip(child,
+		    res == SMR_NEGOT_COOKIE ? SMR_REASON_SYN_COOKIES :
+		    res == SMR_NEGOT_NO_SPACE ? SMR_REASON_OPTION_NO_SPACE :
+		    res == SMR_NEGOT_PEER_NO_DEVICE ? SMR_REASON_NO_RDMA_DEVICE :
+		    SMR_REASON_PEER_NO_SMR);
 	smr_child_decided(child);
 	return true;
 }
@@ -517,8 +480,8 @@ static void smr_accept_work(struct work_struct *work)
 	sock_put(&lsmr->sk);	/* the queued work's reference */
 }
 
-static int smr_accept(struct socket *sock, struct socket *newsock,
-		      SMR_ACCEPT_ARGS)
+int smr_accept(struct socket *sock, struct socket *newsock,
+	       struct proto_accept_arg *arg)
 {
 	struct smr_sock *lsmr = smr_sk(sock->sk);
 	struct sock *lsk = &lsmr->sk;
@@ -531,7 +494,7 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN)
 		return -EINVAL;
 
-	timeo = sock_rcvtimeo(lsk, SMR_ACCEPT_FLAGS & O_NONBLOCK);
+	timeo = sock_rcvtimeo(lsk, arg->flags & O_NONBLOCK);
 	add_wait_queue_exclusive(sk_sleep(lsk), &wait);
 	for (;;) {
 		spin_lock_bh(&lsmr->accept_lock);
@@ -571,9 +534,8 @@ static int smr_accept(struct socket *sock, struct socket *newsock,
 
 	smr_tcp_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);
-	smr_want_sol_socket(newsock);
-	smr_tcp_redirect_wq(child, smr_conn_is_rdma(child) ? child->tcp :
-							      newsock);
+	set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
+	smr_transport(child)->accepted(child, newsock);
 	sock_put(lsk);			/* the child's listener reference */
 	child->listener = NULL;
 	newsock->state = SS_CONNECTED;
@@ -593,9 +555,8 @@ static __poll_t smr_poll(struct file *file, struct socket *sock,
 			 poll_table *wait)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
-	__poll_t mask;
 
+	smr_tcp_of(sock);
 	/* TCP wakes this queue: the inner sk_wq points at it */
 	sock_poll_wait(file, sock, wait);
 	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN) {
@@ -603,33 +564,14 @@ static __poll_t smr_poll(struct file *file, struct socket *sock,
 			return EPOLLIN | EPOLLRDNORM;
 		return 0;
 	}
-	/*
-	 * TCP is connected but the negotiation is not done: as TCP while its
-	 * connect is under way. Before and after that, TCP's own mask.
-	 */
-	if (smr_hs_pending(smr) && !READ_ONCE(smr->sk.sk_err) &&
-	    smr_tcp_was_connected(smr))
-		return 0;
-	if (smr_conn_is_rdma(smr))
-		return smr_rx_poll(smr);
-	mask = tcp->ops->poll(file, tcp, NULL);
-	if (READ_ONCE(smr->sk.sk_err))
-		mask |= EPOLLERR;
-	smr_mode_refresh(smr);
-	return mask;
+	return smr_transport(smr)->poll(smr, file);
 }
 
 static int smr_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 {
-	struct socket *tcp = smr_tcp_of(sock);
-	int err;
-
-	if (smr_conn_is_rdma(smr_sk(sock->sk))) {
-		err = smr_rx_ioctl(smr_sk(sock->sk), cmd, arg);
-		if (err != -ENOIOCTLCMD)
-			return err;
-	}
-	return tcp->ops->ioctl(tcp, cmd, arg);
+	smr_tcp_of(sock);
+	return smr_transport(smr_sk(sock->sk))->ioctl(smr_sk(sock->sk), cmd,
+						      arg);
 }
 
 #ifdef CONFIG_COMPAT
@@ -654,38 +596,18 @@ static int smr_gettstamp(struct socket *sock, void __user *userstamp,
 	return tcp->ops->gettstamp(tcp, userstamp, timeval, time32);
 }
 
-static int smr_shutdown(struct socket *sock, int how)
+/*
+ * shutdown() of a listener: TCP stops it on SHUT_RD, so the phantom entries
+ * go first; if TCP closed the listener, so does SMR, queue and all.
+ */
+static int smr_listener_shutdown(struct smr_sock *smr, int how)
 {
-	struct smr_sock *smr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
+	struct socket *tcp = smr->tcp;
 	int err;
 
-	if (smr_conn_is_rdma(smr)) {
-		/*
-		 * The inner TCP connection shuts down alongside (its FIN carries
-		 * no data: EOF itself travels in the CDC), so its state and
-		 * TCP's answer (EINVAL, ENOTCONN once closed) are TCP's own.
-		 */
-		err = tcp->ops->shutdown(tcp, how);
-		if (err)
-			return err;
-		how++;		/* SHUT_RD 0 -> RCV_SHUTDOWN ... */
-		if (how & RCV_SHUTDOWN)
-			smr_rx_shutdown(smr);
-		if (how & SEND_SHUTDOWN) {
-			WRITE_ONCE(smr->sk.sk_shutdown,
-				   smr->sk.sk_shutdown | SEND_SHUTDOWN);
-			smr_tx_shutdown(smr);
-		}
-		smr_conn_wake(smr, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
-		return 0;
-	}
-	/* TCP stops a listener on SHUT_RD: drop the phantom entry first */
-	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN &&
-	    (how == SHUT_RD || how == SHUT_RDWR))
+	if (how == SHUT_RD || how == SHUT_RDWR)
 		smr_listener_stop(smr);
 	err = tcp->ops->shutdown(tcp, how);
-	/* TCP closed the listener: so does SMR, queue and all */
 	if (!err && READ_ONCE(smr->sk.sk_state) == TCP_LISTEN &&
 	    READ_ONCE(tcp->sk->sk_state) != TCP_LISTEN) {
 		WRITE_ONCE(smr->sk.sk_state, TCP_CLOSE);
@@ -693,6 +615,16 @@ static int smr_shutdown(struct socket *sock, int how)
 		smr->sk.sk_state_change(&smr->sk);
 	}
 	return err;
+}
+
+static int smr_shutdown(struct socket *sock, int how)
+{
+	struct smr_sock *smr = smr_sk(sock->sk);
+
+	smr_tcp_of(sock);
+	if (READ_ONCE(smr->sk.sk_state) == TCP_LISTEN)
+		return smr_listener_shutdown(smr, how);
+	return smr_transport(smr)->shutdown(smr, how);
 }
 
 /* SOL_SMR: SMR_REUSEPORT is SO_REUSEPORT where SOL_SOCKET cannot reach us. */
@@ -721,10 +653,8 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 		return smr_setsockopt_smr(smr, tcp, optname, optval, optlen);
 	if (level != SOL_SOCKET) {
 		err = tcp->ops->setsockopt(tcp, level, optname, optval, optlen);
-		/* uncorking or TCP_NODELAY sends what was held back */
-		if (!err && level == SOL_TCP && smr_conn_is_rdma(smr) &&
-		    (optname == TCP_CORK || optname == TCP_NODELAY))
-			smr_tx_push(smr);
+		if (!err)
+			smr_transport(smr)->option_set(smr, level, optname);
 		return err;
 	}
 
@@ -805,68 +735,21 @@ static int smr_getsockopt(struct socket *sock, int level, int optname,
 	return tcp->ops->getsockopt(tcp, level, optname, optval, optlen);
 }
 
-static void smr_count_bytes(struct smr_sock *smr, int ret, bool sent)
-{
-	struct net *net = sock_net(&smr->sk);
-
-	if (ret <= 0)
-		return;
-	if (sent) {
-		atomic64_add(ret, &smr->bytes_sent);
-		smr_stat_add(net, SMR_STAT_TCP_BYTES_SENT, ret);
-	} else {
-		atomic64_add(ret, &smr->bytes_received);
-		smr_stat_add(net, SMR_STAT_TCP_BYTES_RECEIVED, ret);
-	}
-	smr_mode_refresh(smr);
-}
-
-/*
- * TCP paths that read the socket file's flags (splice) must find the SMR
- * socket's file on the inner socket. The value never changes once set and
- * is cleared before the inner socket is released.
- */
-static void smr_tcp_lend_file(struct socket *sock, struct socket *tcp)
-{
-	if (unlikely(!READ_ONCE(tcp->file)) && sock->file)
-		WRITE_ONCE(tcp->file, sock->file);
-}
-
 static int smr_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
-	int ret;
 
-	ret = smr_hs_wait(smr, sock_sndtimeo(&smr->sk,
-					     msg->msg_flags & MSG_DONTWAIT));
-	if (ret)
-		return ret;
-	if (smr_conn_is_rdma(smr))
-		return smr_tx_sendmsg(smr, msg, len);
-	ret = tcp->ops->sendmsg(tcp, msg, len);
-	smr_tcp_err_consumed(smr, ret);
-	smr_count_bytes(smr, ret, true);
-	return ret;
+	smr_tcp_of(sock);
+	return smr_transport(smr)->sendmsg(smr, msg, len);
 }
 
 static int smr_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		       int flags)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
-	int ret;
 
-	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, flags & MSG_DONTWAIT));
-	if (ret)
-		return ret;
-	if (smr_conn_is_rdma(smr) && !(flags & MSG_ERRQUEUE))
-		return smr_rx_recvmsg(smr, msg, len, flags);
-	ret = tcp->ops->recvmsg(tcp, msg, len, flags);
-	smr_tcp_err_consumed(smr, ret);
-	if (!(flags & (MSG_PEEK | MSG_ERRQUEUE)))
-		smr_count_bytes(smr, ret, false);
-	return ret;
+	smr_tcp_of(sock);
+	return smr_transport(smr)->recvmsg(smr, msg, len, flags);
 }
 
 static ssize_t smr_splice_read(struct socket *sock, loff_t *ppos,
@@ -874,22 +757,10 @@ static ssize_t smr_splice_read(struct socket *sock, loff_t *ppos,
 			       unsigned int flags)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
-	struct socket *tcp = smr_tcp_of(sock);
-	bool nonblock = (flags & SPLICE_F_NONBLOCK) ||
-			(sock->file && (sock->file->f_flags & O_NONBLOCK));
-	ssize_t ret;
 
-	ret = smr_hs_wait(smr, sock_rcvtimeo(&smr->sk, nonblock));
-	if (ret)
-		return ret;
-	/* RDMA: the generic page-by-page copy through recvmsg() */
-	if (smr_conn_is_rdma(smr) && sock->file)
-		return smr_copy_splice_read(sock->file, ppos, pipe, len, flags);
-	smr_tcp_lend_file(sock, tcp);
-	ret = tcp->ops->splice_read(tcp, ppos, pipe, len, flags);
-	smr_tcp_err_consumed(smr, ret);
-	smr_count_bytes(smr, ret, false);
-	return ret;
+	smr_tcp_of(sock);
+	return smr_transport(smr)->splice_read(smr, sock, ppos, pipe, len,
+					       flags);
 }
 
 static void smr_splice_eof(struct socket *sock)

@@ -25,9 +25,14 @@
  * one user's sockets cannot take the whole of net.smr.mem_max. Over the
  * limit the connection falls back to TCP (reason no_memory).
  *
+ * Buffers are registered on their link's queue pair, which belongs to the
+ * layer above: the link hands each pool its protection domain and a
+ * callback that posts a registration and waits for it.
+ *
  * Locking and lifetimes
  * ---------------------
- * pool->lock (BH) protects the free list. A buffer belongs to exactly one
+ * pool->lock (BH) protects the free list; @pd and @post_reg are set before
+ * the pool is used and never change. A buffer belongs to exactly one
  * connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are freed in
  * process context only (smr_buf_free() sleeps in MR deregistration).
  * smr_users_lock (BH: charges are returned from any context) protects the
@@ -38,22 +43,20 @@
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 #include <rdma/ib_verbs.h>
 
-#include "smr.h"
+#include "buf.h"
+#include "stats.h"
+#include "sysctl.h"
+#include "wire.h"
 
-long smr_buf_mem_max = 256L << 20;
-int smr_buf_max = 4 << 20;
-/*
- * net.smr.wmem: the least send buffer of a socket whose SO_SNDBUF was not
- * set. TCP's 16 KiB start suits a window that autotuning grows; an SMR
- * ring starts at this and grows once only for a writer that fills it
- * (smr_tx_grow()), so idle connections pin little.
- */
-int smr_buf_wmem = 64 << 10;
-atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
-/* three quarters of mem_max: one user leaves room for the others */
-long smr_buf_mem_user_max = 192L << 20;
+/* bytes of buffers (pooled ones included) on this host: net.smr.mem_max */
+static atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
+
+/* per-user charges: a table of 2^SMR_BUF_USERS_BITS buckets */
+#define SMR_BUF_USERS_BITS	6
 
 struct smr_user_charge {
 	struct hlist_node	node;
@@ -61,7 +64,7 @@ struct smr_user_charge {
 	long			bytes;
 };
 
-static DEFINE_HASHTABLE(smr_users, 6);
+static DEFINE_HASHTABLE(smr_users, SMR_BUF_USERS_BITS);
 static DEFINE_SPINLOCK(smr_users_lock);
 
 static struct smr_user_charge *smr_user_find(kuid_t uid)
@@ -127,11 +130,20 @@ void smr_buf_uncharge_user(kuid_t uid, long bytes)
 	spin_unlock_bh(&smr_users_lock);
 }
 
-void smr_buf_pool_init(struct smr_buf_pool *pool)
+/* Bytes the module has pinned in buffers: /proc/net/smr/stats. */
+long smr_buf_mem_pinned(void)
+{
+	return atomic_long_read(&smr_buf_mem_used);
+}
+
+/* @post_reg posts registrations on the pool's link; @pd comes later. */
+void smr_buf_pool_init(struct smr_buf_pool *pool, smr_buf_post_reg_t post_reg)
 {
 	spin_lock_init(&pool->lock);
 	INIT_LIST_HEAD(&pool->free);
 	pool->nfree = 0;
+	pool->pd = NULL;
+	pool->post_reg = post_reg;
 }
 
 /* A power of two in [SMR_HS_RMB_MIN, net.smr.buf_max] near @sockbuf. */
@@ -182,10 +194,8 @@ void smr_buf_free(struct smr_buf *buf)
 	kfree(buf);
 }
 
-static struct smr_buf *smr_buf_alloc(struct smr_link *link, u32 size,
-				     bool remote)
+static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote)
 {
-	struct ib_pd *pd = smr_link_pd(link);
 	unsigned int i, npages = size >> PAGE_SHIFT;
 	struct page **pages;
 	struct smr_buf *buf;
@@ -235,7 +245,7 @@ err:
  * Register @buf under a fresh key: invalidate the old registration first if
  * it had one, so that a key a former peer knew stops working.
  */
-static int smr_buf_register(struct smr_link *link, struct smr_buf *buf)
+static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf)
 {
 	struct ib_send_wr inv = {};
 	struct ib_reg_wr reg = {};
@@ -263,7 +273,7 @@ static int smr_buf_register(struct smr_link *link, struct smr_buf *buf)
 	if (buf->remote)
 		reg.access |= IB_ACCESS_REMOTE_WRITE;
 
-	err = smr_link_post_reg(link, buf->registered ? &inv : &reg.wr);
+	err = pool->post_reg(pool, buf->registered ? &inv : &reg.wr);
 	if (err) {
 		/* the MR's state is unknown now: never reuse it */
 		buf->registered = false;
@@ -275,15 +285,14 @@ static int smr_buf_register(struct smr_link *link, struct smr_buf *buf)
 }
 
 /*
- * A registered buffer of @size bytes for a connection on @link: from the
- * pool if one fits, else new. Process context. NULL if memory or the
- * module's limit (counted) does not allow it, or the link failed.
+ * A registered buffer of @size bytes for a connection on the pool's link:
+ * from the pool if one fits, else new. Process context. NULL if memory or
+ * the module's limit (counted) does not allow it, or the link failed.
  */
-struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
-			    u32 size, bool remote)
+struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote)
 {
 	struct smr_buf *buf = NULL, *b;
-	u32 dev_max = smr_buf_dev_max(smr_link_pd(link)->device);
+	u32 dev_max = smr_buf_dev_max(pool->pd->device);
 
 	if (size > dev_max)
 		size = dev_max;
@@ -321,11 +330,11 @@ struct smr_buf *smr_buf_get(struct smr_link *link, struct smr_buf_pool *pool,
 				return NULL;
 			}
 		}
-		buf = smr_buf_alloc(link, size, remote);
+		buf = smr_buf_alloc(pool->pd, size, remote);
 		if (!buf)
 			return NULL;
 	}
-	if (smr_buf_register(link, buf)) {
+	if (smr_buf_register(pool, buf)) {
 		smr_buf_free(buf);
 		return NULL;
 	}

@@ -1,68 +1,87 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Kernel API differences between the oldest supported kernel (6.1) and
- * newer ones, keyed by feature. Kbuild decides each HAVE_* by grepping the
- * target kernel's headers (see kernel/Kbuild); no version checks here.
+ * Backfill for kernels older than the newest one SMR supports (6.12; the
+ * oldest is 6.1), force-included into every file by Kbuild (-include), so
+ * that the other files are written against the upstream API alone and carry
+ * no version checks. Kbuild decides each HAVE_* by grepping the target
+ * kernel's headers; compat.c holds what needs a body.
  */
 #ifndef _SMR_COMPAT_H
 #define _SMR_COMPAT_H
 
-#include <linux/net.h>
+#include <linux/types.h>
+
+struct socket;
+struct smr_sock;
 
 /*
- * 6.10 folded accept's flags and kern arguments into struct
- * proto_accept_arg. SMR_ACCEPT_ARGS declares the ->accept parameter list,
- * SMR_ACCEPT_FLAGS and SMR_ACCEPT_KERN read them back.
+ * 6.10 folded ->accept()'s flags and kern into struct proto_accept_arg.
+ * Older kernels get the struct, and smr_accept() keeps the upstream
+ * signature: the macro renames its definition to smr_accept_arg(), and
+ * the name smr_accept, where proto_ops takes it, is compat.c's wrapper of
+ * the old signature.
  */
-#ifdef HAVE_PROTO_ACCEPT_ARG
-#define SMR_ACCEPT_ARGS		struct proto_accept_arg *arg
-#define SMR_ACCEPT_FLAGS	(arg->flags)
-#define SMR_ACCEPT_KERN		(arg->kern)
-#else
-#define SMR_ACCEPT_ARGS		int flags, bool kern
-#define SMR_ACCEPT_FLAGS	(flags)
-#define SMR_ACCEPT_KERN		(kern)
+#ifndef HAVE_PROTO_ACCEPT_ARG
+struct proto_accept_arg {
+	int flags;
+	int err;
+	int is_empty;
+	bool kern;
+};
+
+#define smr_accept(sock, newsock, arg) smr_accept_arg(sock, newsock, arg)
+int (smr_accept)(struct socket *sock, struct socket *newsock, int flags,
+		 bool kern);
 #endif
 
 /*
- * 6.2 let any family take SOL_SOCKET options through ->setsockopt
- * (SOCK_CUSTOM_SOCKOPT). Before that the socket layer applies them to the SMR
- * sock only, and smr_tcp_copy_sockopts() copies them to the inner socket.
+ * 6.2 lets a family take SOL_SOCKET options through ->setsockopt() when
+ * the socket sets SOCK_CUSTOM_SOCKOPT. Older kernels ignore the bit (it is
+ * unused there) and apply those options to the SMR sock only: compat.c
+ * copies the ones that matter to the inner TCP sock before each
+ * operation, and an accepted child takes its listener's buffer sizes.
  */
-static inline void smr_want_sol_socket(struct socket *sock)
-{
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT
-	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
+static inline void smr_tcp_inherit_sockopts(struct smr_sock *child,
+					    const struct smr_sock *listener) { }
+#else
+#define SOCK_CUSTOM_SOCKOPT	6
+void smr_tcp_copy_sockopts(struct smr_sock *smr);
+void smr_tcp_inherit_sockopts(struct smr_sock *child,
+			      const struct smr_sock *listener);
 #endif
-}
 
-/* 6.6 counts a sysctl table instead of reading up to its sentinel. */
+/*
+ * 6.6 counts a sysctl table's entries; older kernels read up to the empty
+ * entry that ends it (SMR's table has one for them).
+ */
+#ifndef HAVE_REGISTER_SYSCTL_SZ
 #include <linux/sysctl.h>
 static inline struct ctl_table_header *
-smr_register_sysctl(const char *path, struct ctl_table *table, size_t count)
+register_sysctl_sz(const char *path, struct ctl_table *table, size_t size)
 {
-#ifdef HAVE_REGISTER_SYSCTL_SZ
-	return register_sysctl_sz(path, table, count);
-#else
 	return register_sysctl(path, table);
-#endif
 }
+#endif
+
+/* 6.5 renamed generic_file_splice_read() to copy_splice_read(). */
+#ifndef HAVE_COPY_SPLICE_READ
+#define copy_splice_read generic_file_splice_read
+#endif
 
 /*
- * 6.5 renamed the generic read_iter-based splice helper to
- * copy_splice_read(); 6.1 has generic_file_splice_read().
+ * 6.1 keeps ib_device_get_netdev() to the RDMA core: /proc/net/smr/devices
+ * names no netdev there.
  */
-#include <linux/fs.h>
-#include <linux/splice.h>
-static inline ssize_t smr_copy_splice_read(struct file *in, loff_t *ppos,
-					   struct pipe_inode_info *pipe,
-					   size_t len, unsigned int flags)
+#ifndef HAVE_IB_DEVICE_GET_NETDEV
+struct ib_device;
+struct net_device;
+static inline struct net_device *ib_device_get_netdev(struct ib_device *ibdev,
+						      u32 port)
 {
-#ifdef HAVE_COPY_SPLICE_READ
-	return copy_splice_read(in, ppos, pipe, len, flags);
-#else
-	return generic_file_splice_read(in, ppos, pipe, len, flags);
-#endif
+	return NULL;
 }
+#endif
 
 #endif /* _SMR_COMPAT_H */

@@ -11,27 +11,33 @@
  * application's connect() and accept() return once the socket's mode is
  * decided. Layouts and rules: Documentation/protocol.rst.
  *
+ * The negotiation ends in smr_hs_set_done(): the mode's transport
+ * becomes the socket's (transport.c), then SMR_HS_DONE is published. A
+ * server child tells its listener through the callback the listener gave
+ * it (smr_sock.hs_decided); a client wakes its connect() and pollers.
+ *
  * Locking and lifetimes
  * ---------------------
  * The work runs under the SMR sock lock; connect() prepares under it too.
  * The work item and the timer each hold a reference on the SMR sock while
  * queued or armed (queue_work()/sk_reset_timer()); smr_hs_stop() cancels
- * both synchronously before the socket is freed. Tokens live in a host-wide
- * hash table (smr_token_lock) from the moment they are drawn until the
- * socket is destroyed, which is what keeps them unique on the host.
+ * both synchronously before the socket is freed. Tokens are the
+ * connection layer's (conn.c).
  */
-#include <linux/hashtable.h>
 #include <linux/random.h>
 #include <linux/tcp.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
-#include "compat.h"
+#include "handshake.h"
+#include "ib_dev.h"
 #include "smr.h"
+#include "stats.h"
+#include "sysctl.h"
+#include "tcp_path.h"
+#include "transport.h"
 #include "wire.h"
-
-int smr_hs_timeout_ms = 3000;
 
 /*
  * Extra handshake timeouts a client waits for the server's answer: its TCP
@@ -41,79 +47,6 @@ int smr_hs_timeout_ms = 3000;
  * handshake_timeout_ms.
  */
 #define SMR_HS_ACCEPT_WAITS	3
-
-static DEFINE_HASHTABLE(smr_token_table, 10);
-static DEFINE_SPINLOCK(smr_token_lock);
-
-/* Draw a token no live socket on this host holds. */
-static u64 smr_hs_new_token(struct smr_sock *smr)
-{
-	struct smr_sock *other;
-	u64 token;
-	bool taken;
-
-	do {
-		token = get_random_u64();
-		if (!token)
-			continue;
-		taken = false;
-		spin_lock_bh(&smr_token_lock);
-		hash_for_each_possible(smr_token_table, other, token_node, token)
-			if (other->local_token == token)
-				taken = true;
-		if (!taken) {
-			smr->local_token = token;
-			hash_add(smr_token_table, &smr->token_node, token);
-		}
-		spin_unlock_bh(&smr_token_lock);
-	} while (!token || taken);
-	return token;
-}
-
-/*
- * The socket whose local token is @token, with a reference, unless it is
- * being destroyed (its token leaves the table in its destructor). Any
- * context.
- */
-struct smr_sock *smr_hs_token_lookup(u64 token)
-{
-	struct smr_sock *smr, *found = NULL;
-
-	spin_lock_bh(&smr_token_lock);
-	hash_for_each_possible(smr_token_table, smr, token_node, token) {
-		if (smr->local_token == token &&
-		    refcount_inc_not_zero(&smr->sk.sk_refcnt)) {
-			found = smr;
-			break;
-		}
-	}
-	spin_unlock_bh(&smr_token_lock);
-	return found;
-}
-
-void smr_hs_forget_token(struct smr_sock *smr)
-{
-	if (!smr->local_token)
-		return;
-	spin_lock_bh(&smr_token_lock);
-	hash_del(&smr->token_node);
-	spin_unlock_bh(&smr_token_lock);
-}
-
-bool smr_hs_pending(const struct smr_sock *smr)
-{
-	u8 state = READ_ONCE(smr->hs_state);
-
-	return state != SMR_HS_IDLE && state != SMR_HS_DONE;
-}
-
-/* Softirq or process context: let the work look at the socket again. */
-void smr_hs_kick(struct smr_sock *smr)
-{
-	if (!smr_hs_pending(smr))
-		return;
-	smr_sock_queue_work(&smr->sk, &smr->hs_work);
-}
 
 static void smr_hs_timer_fired(struct timer_list *t)
 {
@@ -132,24 +65,44 @@ static void smr_hs_arm_timer(struct smr_sock *smr)
 		       jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)));
 }
 
+/*
+ * The negotiation is over: the mode's transport takes the socket over,
+ * then SMR_HS_DONE says so (a release: whoever sees it sees the
+ * transport). Sock lock held.
+ */
+static void smr_hs_set_done(struct smr_sock *smr)
+{
+	sock_owned_by_me(&smr->sk);
+	smr_transport_settle(smr);
+	/* pairs with smr_hs_pending(): DONE is seen after the transport */
+	smp_store_release(&smr->hs_state, SMR_HS_DONE);
+}
+
+/* Tell the application: the listener, or connect() waiters and pollers. */
+static void smr_hs_tell(struct smr_sock *smr, bool reset)
+{
+	if (smr->hs_decided)
+		smr->hs_decided(smr, reset);
+	else
+		smr->sk.sk_state_change(&smr->sk);
+}
+
 /* Wake the application: connect() waiters and pollers see the decision. */
 static void smr_hs_finish(struct smr_sock *smr)
 {
 	sock_owned_by_me(&smr->sk);
 	if (smr->hs_sent || smr->hs_received)
 		smr_tcp_fresh_after_handshake(smr);
-	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	smr_hs_set_done(smr);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
-	if (smr->listener)
-		smr_child_decided(smr);
-	else
-		smr->sk.sk_state_change(&smr->sk);
+	smr_hs_tell(smr, false);
 }
 
 /* Decided: use the TCP connection, for @reason. */
 static void smr_hs_fallback(struct smr_sock *smr, enum smr_reason reason)
 {
+	sock_owned_by_me(&smr->sk);
 	smr_conn_unprepare(smr);
 	smr_set_mode(smr, SMR_MODE_TCP, reason);
 	smr_hs_finish(smr);
@@ -167,14 +120,11 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
 	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
-	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	smr_hs_set_done(smr);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
 	tcp_abort(tsk, ECONNRESET);
-	if (smr->listener)
-		smr_child_aborted(smr);
-	else
-		smr->sk.sk_state_change(&smr->sk);
+	smr_hs_tell(smr, true);
 }
 
 static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
@@ -185,6 +135,7 @@ static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
 	size_t len;
 	int ret;
 
+	sock_owned_by_me(&smr->sk);
 	len = smr_hs_build(msg, buf, sizeof(buf));
 	if (!len)
 		return -EINVAL;
@@ -212,6 +163,7 @@ static int smr_hs_recv(struct smr_sock *smr, struct smr_hs_msg *msg)
 	struct kvec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	int n, len;
 
+	sock_owned_by_me(&smr->sk);
 	n = kernel_recvmsg(smr->tcp, &mh, &iov, 1, sizeof(buf),
 			   MSG_PEEK | MSG_DONTWAIT);
 	if (n == -EAGAIN)
@@ -275,13 +227,14 @@ static bool smr_hs_have_device(struct smr_sock *smr)
 	struct smr_tuple t;
 
 	smr_tuple_of_sock(&t, smr->tcp->sk);
-	return smr_rdma_dev_for_addr(sock_net(&smr->sk), &t);
+	return smr_ib_dev_for_addr(sock_net(&smr->sk), t.family, &t.laddr);
 }
 
 static void smr_hs_decline(struct smr_sock *smr, enum smr_reason reason)
 {
 	struct smr_hs_msg msg = { .type = SMR_HS_DECLINE };
 
+	sock_owned_by_me(&smr->sk);
 	msg.decline.reason = reason;
 	msg.decline.token_echo = smr->peer_token;
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
@@ -295,6 +248,7 @@ static void smr_hs_decline(struct smr_sock *smr, enum smr_reason reason)
 static void smr_hs_peer_declined(struct smr_sock *smr,
 				 const struct smr_hs_msg *msg)
 {
+	sock_owned_by_me(&smr->sk);
 	WRITE_ONCE(smr->peer_reason, msg->decline.reason);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
 	smr_hs_fallback(smr, SMR_REASON_PEER_DECLINED);
@@ -306,21 +260,15 @@ static void smr_hs_peer_declined(struct smr_sock *smr,
  */
 static void smr_hs_agreed(struct smr_sock *smr)
 {
-	struct smr_conn *conn = &smr->conn;
-	bool ready;
-
+	sock_owned_by_me(&smr->sk);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_COMPLETED);
-	spin_lock_bh(&conn->lock);
-	ready = conn->active && conn->link && !conn->reset &&
-		conn->peer_rmb_size;
-	spin_unlock_bh(&conn->lock);
-	if (!ready) {
+	if (!smr_close_ready(smr)) {
 		smr_hs_abort(smr, SMR_REASON_LINK_FAILURE);
 		return;
 	}
 	smr_set_mode(smr, SMR_MODE_RDMA, SMR_REASON_NONE);
 	/* the inner TCP's own events (its FIN, ACKs) are no SMR events now */
-	if (smr_conn_is_rdma(smr))
+	if (READ_ONCE(smr->mode) == SMR_MODE_RDMA)
 		smr_tcp_redirect_wq(smr, smr->tcp);
 	smr_hs_finish(smr);
 	/* bytes or a FIN may have come before the application looked */
@@ -345,11 +293,23 @@ static enum smr_reason smr_hs_reason_of(enum smr_negot_result res)
 
 /* ---- client ---- */
 
-/* connect() is about to start the inner TCP connect: offer on its SYN. */
-void smr_hs_client_prepare(struct smr_sock *smr)
+/*
+ * connect() is about to start the inner TCP connect to @addr: a fresh one
+ * (not a retry of one under way, nor a disconnect) offers on its SYN. Sock
+ * lock held.
+ */
+void smr_hs_client_prepare(struct smr_sock *smr, const struct sockaddr *addr,
+			   int len)
 {
 	u32 nonce;
 
+	sock_owned_by_me(&smr->sk);
+	if (READ_ONCE(smr->mode) != SMR_MODE_PENDING ||
+	    READ_ONCE(smr->hs_state) != SMR_HS_IDLE ||
+	    READ_ONCE(smr->tcp->sk->sk_state) != TCP_CLOSE ||
+	    !addr || len < sizeof(addr->sa_family) ||
+	    addr->sa_family == AF_UNSPEC)
+		return;
 	do {
 		nonce = get_random_u32();
 	} while (!smr_opt_nonce_ok(nonce));
@@ -361,11 +321,29 @@ void smr_hs_client_prepare(struct smr_sock *smr)
 }
 
 /* The inner connect failed: this attempt negotiates nothing. */
-void smr_hs_client_abandon(struct smr_sock *smr)
+static void smr_hs_client_abandon(struct smr_sock *smr)
 {
+	sock_owned_by_me(&smr->sk);
 	WRITE_ONCE(smr->syn_nonce, 0);
 	WRITE_ONCE(smr->hs_state, SMR_HS_IDLE);
 	smr_tcp_hook_negotiation(smr, false);
+}
+
+/*
+ * The inner connect() returned @err: one that failed for good (not
+ * EINPROGRESS or EALREADY) before TCP left CLOSE negotiates nothing.
+ * Sock lock not held.
+ */
+void smr_hs_client_connect_failed(struct smr_sock *smr, int err)
+{
+	if (!err || err == -EINPROGRESS || err == -EALREADY)
+		return;
+	if (READ_ONCE(smr->hs_state) != SMR_HS_CONNECTING ||
+	    READ_ONCE(smr->tcp->sk->sk_state) != TCP_CLOSE)
+		return;
+	lock_sock(&smr->sk);
+	smr_hs_client_abandon(smr);
+	release_sock(&smr->sk);
 }
 
 static void smr_hs_client_propose(struct smr_sock *smr);
@@ -374,9 +352,11 @@ static void smr_hs_client_start(struct smr_sock *smr)
 {
 	struct sock *tsk = smr->tcp->sk;
 	enum smr_negot_result res;
+	struct smr_link *link;
 	struct smr_tuple t;
 	int state = READ_ONCE(tsk->sk_state);
 
+	sock_owned_by_me(&smr->sk);
 	if ((1 << state) & (TCPF_SYN_SENT | TCPF_SYN_RECV))
 		return;		/* not connected yet */
 	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) {
@@ -401,11 +381,13 @@ static void smr_hs_client_start(struct smr_sock *smr)
 	}
 
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_STARTED);
-	smr->conn.link = smr_link_get(smr, &t);
-	if (!smr->conn.link) {
+	link = smr_link_get(&smr->conn.link_user, t.net, t.family, &t.laddr,
+			    &t.raddr);
+	if (!link) {
 		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
 		return;
 	}
+	smr_conn_set_link(smr, link);
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
 	smr_hs_arm_timer(smr);
 	smr_hs_client_propose(smr);
@@ -417,6 +399,7 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 	struct smr_hs_msg msg = { .type = SMR_HS_PROPOSAL };
 	struct smr_link *link = smr->conn.link;
 
+	sock_owned_by_me(&smr->sk);
 	if (!link || smr_link_state(link) == SMR_LINK_DEAD) {
 		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
 		return;
@@ -428,7 +411,7 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 	/* we offered: we have one */
 	msg.proposal.caps = SMR_HS_CAP_RDMA | SMR_HS_CAP_CDC_INLINE;
 	smr_hs_fill_addr(smr, &msg.proposal.addr);
-	msg.proposal.token = smr_hs_new_token(smr);
+	msg.proposal.token = smr_conn_new_token(smr);
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
 	msg.proposal.rmb_size = smr->local_rmb_size;
 	msg.proposal.link_id = smr_link_peer_id(link);
@@ -445,6 +428,7 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	struct smr_hs_msg msg, confirm = { .type = SMR_HS_CONFIRM };
 	int err;
 
+	sock_owned_by_me(&smr->sk);
 	err = smr_hs_recv(smr, &msg);
 	if (err == -EAGAIN)
 		return;
@@ -469,7 +453,7 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	}
 	smr->conn.peer_cdc_inline = msg.accept.caps & SMR_HS_CAP_CDC_INLINE;
 	smr_conn_set_peer(smr, &msg.accept.rmb);
-	smr_conn_start(smr);
+	smr_close_start(smr);
 
 	confirm.confirm.token = smr->local_token;
 	confirm.confirm.token_echo = smr->peer_token;
@@ -490,6 +474,18 @@ static void smr_hs_client_read(struct smr_sock *smr)
 
 /* ---- server ---- */
 
+/*
+ * A child TCP hands over with nothing to negotiate: it settles on TCP for
+ * @reason at once.
+ */
+void smr_hs_skip(struct smr_sock *child, enum smr_reason reason)
+{
+	lock_sock(&child->sk);
+	smr_set_mode(child, SMR_MODE_TCP, reason);
+	smr_hs_set_done(child);
+	release_sock(&child->sk);
+}
+
 /* A child TCP hands over whose SYN we answered: expect a PROPOSAL. */
 void smr_hs_server_start(struct smr_sock *child)
 {
@@ -506,9 +502,11 @@ void smr_hs_server_start(struct smr_sock *child)
 static void smr_hs_server_read_proposal(struct smr_sock *smr)
 {
 	struct smr_hs_msg msg, accept = { .type = SMR_HS_ACCEPT };
+	struct smr_link *link;
 	struct smr_tuple t;
 	int err;
 
+	sock_owned_by_me(&smr->sk);
 	err = smr_hs_recv(smr, &msg);
 	if (err == -EAGAIN)
 		return;
@@ -536,11 +534,13 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		return;
 	}
 	smr_tuple_of_sock(&t, smr->tcp->sk);
-	smr->conn.link = smr_link_find(smr, msg.proposal.link_id, &t);
-	if (!smr->conn.link) {
+	link = smr_link_find(&smr->conn.link_user, msg.proposal.link_id, t.net,
+			     &t.raddr);
+	if (!link) {
 		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
 		return;
 	}
+	smr_conn_set_link(smr, link);
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
 	if (smr_conn_prepare(smr, smr->conn.link)) {
 		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
@@ -549,8 +549,8 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 	/* read under conn->lock only after smr_conn_set_peer() */
 	smr->conn.peer_cdc_inline = msg.proposal.caps & SMR_HS_CAP_CDC_INLINE;
 	/* the token goes in the table before the client can use it */
-	accept.accept.token = smr_hs_new_token(smr);
-	smr_conn_start(smr);
+	accept.accept.token = smr_conn_new_token(smr);
+	smr_close_start(smr);
 
 	accept.accept.version = SMR_HS_VERSION;
 	accept.accept.caps = SMR_HS_CAP_RDMA | SMR_HS_CAP_CDC_INLINE;
@@ -570,6 +570,7 @@ static void smr_hs_server_read_confirm(struct smr_sock *smr)
 	struct smr_hs_msg msg;
 	int err;
 
+	sock_owned_by_me(&smr->sk);
 	err = smr_hs_recv(smr, &msg);
 	if (err == -EAGAIN)
 		return;
@@ -639,42 +640,10 @@ static void smr_hs_work(struct work_struct *work)
 	sock_put(&smr->sk);	/* the queued work's reference */
 }
 
-/*
- * Wait until the handshake decided (blocking send/recv/connect on a socket
- * still negotiating). Returns 0, -EAGAIN (@timeo 0 or expired) or a signal
- * errno, like TCP waiting for its connection.
- */
-int smr_hs_wait(struct smr_sock *smr, long timeo)
-{
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
-	struct sock *sk = &smr->sk;
-	int err = 0;
-
-	if (!smr_hs_pending(smr))
-		return 0;
-	if (!timeo)
-		return -EAGAIN;
-	add_wait_queue(sk_sleep(sk), &wait);
-	while (smr_hs_pending(smr)) {
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
-		if (!timeo) {
-			err = -EAGAIN;
-			break;
-		}
-		timeo = wait_woken(&wait, TASK_INTERRUPTIBLE, timeo);
-	}
-	remove_wait_queue(sk_sleep(sk), &wait);
-	return err;
-}
-
 void smr_hs_init_sock(struct smr_sock *smr)
 {
 	INIT_WORK(&smr->hs_work, smr_hs_work);
 	timer_setup(&smr->hs_timer, smr_hs_timer_fired, 0);
-	INIT_HLIST_NODE(&smr->token_node);
 }
 
 /*
@@ -687,7 +656,7 @@ void smr_hs_init_sock(struct smr_sock *smr)
 void smr_hs_stop(struct smr_sock *smr)
 {
 	lock_sock(&smr->sk);
-	WRITE_ONCE(smr->hs_state, SMR_HS_DONE);
+	smr_hs_set_done(smr);
 	release_sock(&smr->sk);
 	sk_stop_timer_sync(&smr->sk, &smr->hs_timer);
 	if (cancel_work_sync(&smr->hs_work))

@@ -3,9 +3,11 @@
  * SMR: the RDMA devices and ports SMR may use, tracked as they come and go.
  *
  * An ib_client learns every RDMA device (soft-RoCE included) when it is
- * registered or when SMR loads, and forgets it when it goes; an event
+ * registered or when SMR loads, and forgets it when it goes (after the
+ * link layer, which registered for that, took its links down); an event
  * handler per device follows its ports going up and down. The list is
- * shown in /proc/net/smr/devices.
+ * shown in /proc/net/smr/devices. smr_ib_dev_for_addr() tells whether the
+ * netdev that owns an address has an RDMA device.
  *
  * Locking and lifetimes
  * ---------------------
@@ -13,18 +15,21 @@
  * client's add() and removed in its remove(), both in process context, and
  * the IB core guarantees the device outlives the client's remove(). Port
  * states are single bytes written by the event handler with WRITE_ONCE and
- * read locklessly.
+ * read locklessly. smr_ib_device_gone is set once at init, before the
+ * client registers.
  */
+#include <linux/inetdevice.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
-#include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
 #include <linux/slab.h>
+#include <net/addrconf.h>
+#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 
-#include "smr.h"
+#include "ib_dev.h"
 
 struct smr_ib_dev {
 	struct list_head	node;
@@ -38,6 +43,7 @@ struct smr_ib_dev {
 static LIST_HEAD(smr_ib_devs);
 static DEFINE_MUTEX(smr_ib_lock);
 static struct ib_client smr_ib_client;
+static void (*smr_ib_device_gone)(struct ib_device *ibdev);
 
 static void smr_ib_event(struct ib_event_handler *handler,
 			 struct ib_event *event)
@@ -93,7 +99,7 @@ static void smr_ib_remove(struct ib_device *ibdev, void *client_data)
 	struct smr_ib_dev *d = client_data;
 
 	/* before rdma_cm (registered earlier, removed later) lets go of it */
-	smr_link_devices_gone(ibdev);
+	smr_ib_device_gone(ibdev);
 	mutex_lock(&smr_ib_lock);
 	list_del(&d->node);
 	mutex_unlock(&smr_ib_lock);
@@ -138,29 +144,51 @@ int smr_ib_devices_show(struct seq_file *seq, void *v)
 	list_for_each_entry(d, &smr_ib_devs, node) {
 		for (i = 0; i < d->nports; i++) {
 			const char *ndev_name = "-";
-#ifdef HAVE_IB_DEVICE_GET_NETDEV
 			struct net_device *ndev;
 
 			ndev = ib_device_get_netdev(d->ibdev, d->first_port + i);
 			if (ndev)
 				ndev_name = ndev->name;
-#endif
 			seq_printf(seq, "%s %u %s %s\n", dev_name(&d->ibdev->dev),
 				   d->first_port + i,
 				   smr_ib_state_name(READ_ONCE(d->port_state[i])),
 				   ndev_name);
-#ifdef HAVE_IB_DEVICE_GET_NETDEV
 			if (ndev)
 				dev_put(ndev);
-#endif
 		}
 	}
 	mutex_unlock(&smr_ib_lock);
 	return 0;
 }
 
-int smr_ib_init(void)
+/* Is there an RDMA device on the netdev that owns @laddr in @net? */
+bool smr_ib_dev_for_addr(struct net *net, int family,
+			 const struct in6_addr *laddr)
 {
+	struct net_device *ndev = NULL;
+	struct ib_device *ibdev;
+
+	if (family == AF_INET)
+		ndev = ip_dev_find(net, laddr->s6_addr32[3]);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		ndev = ipv6_dev_find(net, laddr, NULL);
+	if (ndev && family != AF_INET)
+		dev_hold(ndev);
+#endif
+	if (!ndev)
+		return false;
+	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
+	dev_put(ndev);
+	if (!ibdev)
+		return false;
+	ib_device_put(ibdev);
+	return true;
+}
+
+int smr_ib_init(void (*device_gone)(struct ib_device *ibdev))
+{
+	smr_ib_device_gone = device_gone;
 	return ib_register_client(&smr_ib_client);
 }
 

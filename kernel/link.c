@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR: RDMA links. A link is one RC queue pair between this host and a peer
- * host, set up with rdma_cm and shared by every SMR connection between the
- * two: the first connection to a peer creates it, later ones find it.
- *
- * The active side resolves the peer's TCP address (rdma_cm picks the RDMA
- * device that routes to it: no configuration), connects to the module's
- * rdma_cm listener on the peer (port cm_port) and learns the peer's link id
- * from the reply's private data; the client names that id in its PROPOSAL
- * so that both ends of a connection use the same queue pair.
+ * SMR: RDMA links, the queue pair and what travels on it. A link is one RC
+ * queue pair between this host and a peer host, shared by every SMR
+ * connection between the two (link_cm.c sets it up with rdma_cm).
  *
  * Each link owns a protection domain, one completion queue polled in
  * softirq, a QP, CDC message slots (send) and posted CDC receives, all
@@ -16,32 +10,35 @@
  * CDC send is signalled and carries the count of unsignalled RDMA WRITEs
  * posted ahead of it, so send queue credits come back in order.
  *
- * Links live in init_net only: rdma_cm ids pin their namespace, and a
- * listener per namespace would keep every namespace alive forever.
- * Sockets in other namespaces fall back to TCP (no_rdma_device).
+ * A link knows its connections only as struct smr_link_user and reaches
+ * them through the smr_link_ops the connection layer registered
+ * (smr_link_init()): received CDCs, completions of their CDCs, room after
+ * a wait, the link coming up or going down, and references on them.
  *
  * Locking and lifetimes
  * ---------------------
  * smr_links_lock (BH) protects smr_links and the id IDR; a link is listed
- * until it goes down. link->lock (BH) protects @state, @conns, @nconns,
- * @free_slots, @sq_free, @tx_wait (and each waiter's conn.tx_queued),
- * @ntx_wait, the credits (@peer_credits, @credits_owed) and
- * @credit_msg_posted; posting to the QP happens under it, so a post never
- * races with teardown. References (kref): the list holds one until
- * teardown ends, every attached connection holds one, as do lookups and
- * the queued teardown work. A connection on @tx_wait holds a sock
- * reference, dropped when it leaves the list. The rdma_cm id is destroyed
- * by the teardown work only (never in its own handler), before the last
- * reference can go, so the handler always finds its link.
+ * until it goes down. link->lock (BH) protects what struct smr_link lists
+ * (link_core.h): the state, users and their smr_link_user fields, slots,
+ * send queue room, the wait list and the credits; posting to the QP
+ * happens under it, so a post never races with teardown. It nests inside
+ * a connection's lock (a CDC is posted under both). References (kref): the
+ * list holds one until teardown ends, every attached user holds one, as
+ * do lookups and the queued idle and teardown works. A user on @tx_wait,
+ * and a posted CDC slot, hold a reference on the user's owner
+ * (smr_link_ops.hold), dropped when it leaves the list or completes. The
+ * rdma_cm id is destroyed by the teardown work only (never in its own
+ * handler), before the last reference can go, so the handler always finds
+ * its link.
  *
  * @setup_mutex is held by the rdma_cm handler while it acts on an event
  * (it creates the QP, connects, activates) and taken once by the teardown
  * after the link is DEAD: a handler that began before cannot build on a
  * link being freed, and a later one sees DEAD and does nothing.
  *
- * Teardown (process context, smr_wq): mark DEAD, fence the handler, drain
- * the QP (every posted send and receive completes, flushed), detach and
- * reset every connection under its sock lock, then free the pool, QP, CQ,
+ * Teardown (process context, smr_link_wq): mark DEAD, fence the handler,
+ * drain the QP (every posted send and receive completes, flushed), detach
+ * every user and tell it (smr_link_ops.down), then free the pool, QP, CQ,
  * messages, PD and id.
  *
  * Failure detection: every work request's failure reaches the link
@@ -54,7 +51,9 @@
  * So the keepalive work also checks progress: sends outstanding and none
  * completed for SMR_LINK_STALL_TIMEOUT take the link down. A silent peer
  * fails the link within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of the
- * last acknowledgement. Documentation/design.rst, "Failure semantics".
+ * last acknowledgment. The same work guards the setup of a link we
+ * connect: not up in SMR_LINK_SETUP_TIMEOUT, it fails.
+ * Documentation/design.rst, "Failure semantics".
  *
  * Credits: an IB SEND the peer has no receive posted for draws an RNR NAK,
  * and RNR retries stall and then fail the whole link. So each end sends at
@@ -64,141 +63,32 @@
  * for a credit-only link message, sent once SMR_LINK_CREDIT_BATCH are
  * owed, so both ends can never be left without one.
  */
-#include <linux/in.h>
-#include <linux/in6.h>
-#include <linux/capability.h>
-#include <linux/cred.h>
 #include <linux/delay.h>
-#include <linux/module.h>
-#include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
 #include <linux/slab.h>
-#include <linux/xarray.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
 
-#include "smr.h"
+#include "link_core.h"
+#include "stats.h"
+#include "sysctl.h"
 
-#define SMR_LINK_SQ_DEPTH	256
-#define SMR_LINK_RQ_DEPTH	128	/* receives posted: the peer's credits */
-/* owed credits go back alone (a link message) once this many gathered */
-#define SMR_LINK_CREDIT_BATCH	(SMR_LINK_RQ_DEPTH / 8)
-/* a CDC leaves this many credits for a credit message */
-#define SMR_LINK_CREDITS_RESERVED	1
-#define SMR_LINK_WR_PER_CDC	3	/* up to two WRITEs and the CDC */
-/*
- * CDC sends in flight; the rest of the send queue stays free for memory
- * registrations and the keepalive, so they never wait on data.
- */
-#define SMR_LINK_SQ_RESERVED	16
-#define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
-				 SMR_LINK_WR_PER_CDC)
-#define SMR_LINK_MSG_SIZE	192	/* per slot: a CDC and its inline data */
-/* message slots: CDC sends, receives, one credit message */
-#define SMR_LINK_MSGS		(SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH + 1)
-#define SMR_CM_TIMEOUT_MS	2000
-/* an idle peer is probed this often: a dead one fails the probe */
-#define SMR_LINK_KEEPALIVE	(5 * HZ)
-/*
- * Sends outstanding this long with none completed: the peer is gone. Longer
- * than the QP's own retries (7 x 1.07 s), which normally fail it first.
- */
-#define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
-/*
- * A link we connect that is not up this long fails, so that the next
- * connection tries a new one: rdma_cm retries a lost request for minutes.
- */
-#define SMR_LINK_SETUP_TIMEOUT	(10 * HZ)
-/*
- * RC retransmissions of a lost packet before the QP fails (7 would mean
- * "for ever" to rxe), and the ack timeout exponent between them
- * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
- */
-#define SMR_LINK_RETRY_COUNT	6
-#define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
-#define SMR_LINK_ACK_TIMEOUT	18
+/* a registration waits this long, at most, for send queue room */
+#define SMR_LINK_REG_TRIES		1000
+#define SMR_LINK_REG_WAIT_US		1000
+/* the teardown waits this long between looks at users being destroyed */
+#define SMR_LINK_DYING_WAIT_US		1000
 
-static unsigned short smr_cm_port = 7609;
-module_param_named(cm_port, smr_cm_port, ushort, 0444);
-MODULE_PARM_DESC(cm_port, "rdma_cm port of SMR's link listener (default 7609)");
-
-int smr_link_idle_ms = 30000;
-
-struct smr_cdc_slot {
-	struct ib_cqe		cqe;
-	struct list_head	node;		/* on free_slots */
-	struct smr_sock		*smr;		/* sock reference while posted */
-	u64			tx_pos;		/* tx_sent once this completes */
-	unsigned int		nr_wr;
-	u8			*msg;
-	u64			dma;
-};
-
-struct smr_rx_slot {
-	struct ib_cqe		cqe;
-	u8			*msg;
-	u64			dma;
-};
-
-struct smr_link {
-	struct kref		ref;
-	struct list_head	node;		/* on smr_links until down */
-	u32			id;
-	u32			peer_id;
-	u8			state;		/* enum smr_link_state */
-	bool			active_side;	/* we connected */
-	bool			down;		/* teardown queued */
-	struct in6_addr		laddr;		/* v4-mapped for IPv4 */
-	struct in6_addr		raddr;
-	struct rdma_cm_id	*cm_id;
-	struct ib_device	*ibdev;
-	struct ib_pd		*pd;
-	struct ib_cq		*cq;
-	struct ib_qp		*qp;
-	spinlock_t		lock;		/* see "Locking" above */
-	struct mutex		setup_mutex;	/* see "Locking" above */
-	struct list_head	conns;
-	unsigned int		nconns;
-	struct list_head	free_slots;
-	unsigned int		sq_free;
-	struct list_head	tx_wait;	/* conns waiting for a slot/credits */
-	unsigned int		ntx_wait;
-	u32			peer_credits;	/* SENDs the peer has receives for */
-	u32			credits_owed;	/* receives re-posted, not reported */
-	bool			credit_msg_posted;
-	struct ib_cqe		credit_cqe;
-	u8			*credit_msg;
-	u64			credit_dma;
-	/* unsignalled WRITEs and invalidations: only their errors complete */
-	struct ib_cqe		unsignalled_cqe;
-	u8			*msgs;
-	u64			msgs_dma;
-	bool			msgs_mapped;
-	struct smr_cdc_slot	slots[SMR_LINK_SLOTS];
-	struct smr_rx_slot	rx_slots[SMR_LINK_RQ_DEPTH];
-	struct smr_buf_pool	pool;
-	struct delayed_work	idle_work;
-	struct delayed_work	keepalive_work;
-	struct ib_cqe		keepalive_cqe;
-	bool			keepalive_posted;
-	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
-	unsigned long		send_progress;
-	struct work_struct	teardown_work;
-};
-
-static void smr_link_teardown(struct work_struct *work);
-static void smr_link_discard(struct smr_link *link);
-
-static LIST_HEAD(smr_links);
-static DEFINE_SPINLOCK(smr_links_lock);
-/* link ids, never 0; erased under smr_links_lock too (smr_link_find()) */
+LIST_HEAD(smr_links);
+DEFINE_SPINLOCK(smr_links_lock);
+struct workqueue_struct *smr_link_wq;
+const struct smr_link_ops *smr_link_user_ops;
+/* link ids, never 0; erased under smr_links_lock too (smr_link_lookup_id()) */
 static DEFINE_XARRAY_FLAGS(smr_link_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 static u32 smr_link_next_id;
-static struct rdma_cm_id *smr_cm_listener;
 
 static void smr_link_release(struct kref *ref)
 {
@@ -225,18 +115,13 @@ u32 smr_link_peer_id(const struct smr_link *link)
 	return READ_ONCE(link->peer_id);
 }
 
-struct ib_pd *smr_link_pd(const struct smr_link *link)
-{
-	return link->pd;
-}
-
 struct smr_buf_pool *smr_link_pool(struct smr_link *link)
 {
 	return &link->pool;
 }
 
 /* Any context: take the link down once; the work does the rest. */
-static void smr_link_down(struct smr_link *link)
+void smr_link_down(struct smr_link *link)
 {
 	unsigned long flags;
 	bool queue;
@@ -249,10 +134,10 @@ static void smr_link_down(struct smr_link *link)
 	if (!queue)
 		return;
 	kref_get(&link->ref);
-	queue_work(smr_wq, &link->teardown_work);
+	queue_work(smr_link_wq, &link->teardown_work);
 }
 
-/* A connection found the link broken (@why): it goes, counted. */
+/* A user found the link broken (@why): it goes, counted. */
 void smr_link_fail(struct smr_link *link, const char *why)
 {
 	pr_info_ratelimited("link %u: %s: link down\n", link->id, why);
@@ -260,20 +145,10 @@ void smr_link_fail(struct smr_link *link, const char *why)
 	smr_link_down(link);
 }
 
-/* Kick every connection waiting on the link's setup. */
-static void smr_link_kick_conns(struct smr_link *link)
-{
-	struct smr_sock *smr;
-
-	spin_lock_bh(&link->lock);
-	list_for_each_entry(smr, &link->conns, conn.link_node)
-		smr_hs_kick(smr);
-	spin_unlock_bh(&link->lock);
-}
-
 /* The QP may carry CDCs now. Caller holds @setup_mutex. */
-static void smr_link_set_active(struct smr_link *link)
+void smr_link_set_active(struct smr_link *link)
 {
+	struct smr_link_user *user;
 	bool up = false;
 
 	lockdep_assert_held(&link->setup_mutex);
@@ -281,15 +156,18 @@ static void smr_link_set_active(struct smr_link *link)
 	if (link->state == SMR_LINK_CONNECTING) {
 		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
 		up = true;
+		/* users waiting for the setup go on */
+		list_for_each_entry(user, &link->users, node)
+			smr_link_user_ops->up(user);
 	}
 	spin_unlock_bh(&link->lock);
 	if (!up)
 		return;		/* went down meanwhile: the teardown has it */
 	WRITE_ONCE(link->send_progress, jiffies);
 	/* it guarded the setup until now (smr_link_get()) */
-	mod_delayed_work(smr_wq, &link->keepalive_work, SMR_LINK_KEEPALIVE);
+	mod_delayed_work(smr_link_wq, &link->keepalive_work,
+			 SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
-	smr_link_kick_conns(link);
 }
 
 static void smr_link_idle(struct work_struct *work)
@@ -299,37 +177,38 @@ static void smr_link_idle(struct work_struct *work)
 	bool idle;
 
 	spin_lock_bh(&link->lock);
-	idle = !link->nconns && link->state == SMR_LINK_ACTIVE;
+	idle = !link->nusers && link->state == SMR_LINK_ACTIVE;
 	spin_unlock_bh(&link->lock);
 	if (idle)
 		smr_link_down(link);
 	smr_link_put(link);	/* the queued work's reference */
 }
 
-void smr_link_attach(struct smr_link *link, struct smr_sock *smr)
+/* @user uses the link from now on; the caller holds a link reference. */
+void smr_link_attach(struct smr_link *link, struct smr_link_user *user)
 {
 	spin_lock_bh(&link->lock);
-	list_add_tail(&smr->conn.link_node, &link->conns);
-	link->nconns++;
+	list_add_tail(&user->node, &link->users);
+	link->nusers++;
 	spin_unlock_bh(&link->lock);
 }
 
-/* The connection no longer uses the link; an unused link idles out. */
-void smr_link_detach(struct smr_link *link, struct smr_sock *smr)
+/* @user no longer uses the link; an unused link idles out. */
+void smr_link_detach(struct smr_link *link, struct smr_link_user *user)
 {
-	bool arm = false;
+	bool arm = false, waited = false;
 
 	spin_lock_bh(&link->lock);
-	if (!list_empty(&smr->conn.link_node)) {
-		list_del_init(&smr->conn.link_node);
-		link->nconns--;
-		arm = !link->nconns && link->state == SMR_LINK_ACTIVE;
+	if (!list_empty(&user->node)) {
+		list_del_init(&user->node);
+		link->nusers--;
+		arm = !link->nusers && link->state == SMR_LINK_ACTIVE;
 	}
-	if (smr->conn.tx_queued) {
-		list_del_init(&smr->conn.wait_node);
+	if (user->waiting) {
+		list_del_init(&user->wait_node);
 		link->ntx_wait--;
-		smr->conn.tx_queued = false;
-		__sock_put(&smr->sk);	/* the caller holds another */
+		user->waiting = false;
+		waited = true;
 	}
 	/*
 	 * A queued idle work holds a reference, taken before it can run; if
@@ -338,11 +217,14 @@ void smr_link_detach(struct smr_link *link, struct smr_sock *smr)
 	 */
 	if (arm) {
 		kref_get(&link->ref);
-		if (mod_delayed_work(smr_wq, &link->idle_work,
+		if (mod_delayed_work(smr_link_wq, &link->idle_work,
 				     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
 			kref_put(&link->ref, smr_link_release);
 	}
 	spin_unlock_bh(&link->lock);
+	/* the caller holds a reference of its own: this is not the last */
+	if (waited)
+		smr_link_user_ops->put(user);
 }
 
 /* ---- completions ---- */
@@ -449,15 +331,15 @@ static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Push connections that waited for a CDC slot or credits, one at a time:
- * each leaves the wait list (under link->lock) before its push, which may
- * put it back, so a node is never on two lists. At most as many as were
+ * Push users that waited for a CDC slot or credits, one at a time: each
+ * leaves the wait list (under link->lock) before its push, which may put
+ * it back, so a node is never on two lists. At most as many as were
  * waiting at the start: one put back waits for the next completion.
  * Any context but hard IRQ; no lock held.
  */
 static void smr_link_run_waiters(struct smr_link *link)
 {
-	struct smr_sock *waiter;
+	struct smr_link_user *waiter;
 	unsigned int budget;
 
 	spin_lock_bh(&link->lock);
@@ -468,18 +350,18 @@ static void smr_link_run_waiters(struct smr_link *link)
 		waiter = NULL;
 		if (smr_link_cdc_room_locked(link, 1))
 			waiter = list_first_entry_or_null(&link->tx_wait,
-							  struct smr_sock,
-							  conn.wait_node);
+							  struct smr_link_user,
+							  wait_node);
 		if (waiter) {
-			list_del_init(&waiter->conn.wait_node);
+			list_del_init(&waiter->wait_node);
 			link->ntx_wait--;
-			waiter->conn.tx_queued = false;
+			waiter->waiting = false;
 		}
 		spin_unlock_bh(&link->lock);
 		if (!waiter)
 			break;
-		smr_tx_push(waiter);
-		sock_put(&waiter->sk);	/* the wait list's reference */
+		smr_link_user_ops->room(waiter);
+		smr_link_user_ops->put(waiter);	/* the wait list's */
 	}
 }
 
@@ -488,18 +370,19 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct smr_link *link = cq->cq_context;
 	struct smr_cdc_slot *slot = container_of(wc->wr_cqe,
 						 struct smr_cdc_slot, cqe);
-	struct smr_sock *smr = slot->smr;
+	struct smr_link_user *user = slot->user;
 
 	smr_link_send_progress(link, wc);
 
 	spin_lock_bh(&link->lock);
 	link->sq_free += slot->nr_wr;
-	slot->smr = NULL;
+	slot->user = NULL;
 	list_add(&slot->node, &link->free_slots);
 	spin_unlock_bh(&link->lock);
 
-	smr_conn_sent(smr, slot->tx_pos, wc->status == IB_WC_SUCCESS);
-	sock_put(&smr->sk);	/* the slot's reference */
+	smr_link_user_ops->cdc_sent(user, slot->tx_pos,
+				    wc->status == IB_WC_SUCCESS);
+	smr_link_user_ops->put(user);	/* the slot's */
 	smr_link_run_waiters(link);
 }
 
@@ -562,7 +445,7 @@ static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		/* the link's credits, whatever becomes of the connection's part */
 		smr_link_credits_in(link, cdc.credits);
-		smr_conn_cdc_recv(link, &cdc, rx->msg + SMR_CDC_LEN);
+		smr_link_user_ops->cdc_recv(link, &cdc, rx->msg + SMR_CDC_LEN);
 		break;
 	case SMR_MSG_LINK:
 		if (smr_lmsg_parse(rx->msg, len, &lmsg)) {
@@ -615,16 +498,19 @@ static void smr_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Post a memory registration chain (LOCAL_INV and/or REG_MR; the last one
- * signalled here) and wait for it. Process context.
+ * The pool's registration callback (smr_buf_post_reg_t): post a memory
+ * registration chain (LOCAL_INV and/or REG_MR; the last one signalled
+ * here) on the pool's link and wait for it. Process context.
  */
-int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
+static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 {
+	struct smr_link *link = container_of(pool, struct smr_link, pool);
 	struct smr_reg_ctx ctx = { .cqe.done = smr_link_reg_done };
 	const struct ib_send_wr *bad;
 	struct ib_send_wr *last = wr;
 	int tries, err;
 
+	might_sleep();
 	init_completion(&ctx.done);
 	ctx.nr_wr = 1;
 	while (last->next) {
@@ -650,9 +536,9 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 				link->sq_free += ctx.nr_wr;
 		}
 		spin_unlock_bh(&link->lock);
-		if (err != -EBUSY || tries >= 1000)
+		if (err != -EBUSY || tries >= SMR_LINK_REG_TRIES)
 			break;
-		usleep_range(1000, 2000);
+		usleep_range(SMR_LINK_REG_WAIT_US, 2 * SMR_LINK_REG_WAIT_US);
 	}
 	if (err) {
 		if (err != -ENOTCONN && err != -EBUSY)
@@ -665,32 +551,34 @@ int smr_link_post_reg(struct smr_link *link, struct ib_send_wr *wr)
 }
 
 /*
- * No slot or credit is free: push @smr again when one comes back. Called
- * under link->lock by the post that found no room, so no completion can
- * slip in between and miss the waiter. The wait list holds a sock
- * reference.
+ * No slot or credit is free: @user is pushed again when one comes back.
+ * Called under link->lock by the post that found no room, so no completion
+ * can slip in between and miss the waiter. The wait list holds a reference
+ * on the user's owner.
  */
 static void smr_link_wait_room_locked(struct smr_link *link,
-				      struct smr_sock *smr)
+				      struct smr_link_user *user)
 {
 	lockdep_assert_held(&link->lock);
-	if (smr->conn.tx_queued || link->state == SMR_LINK_DEAD)
+	if (user->waiting || link->state == SMR_LINK_DEAD)
 		return;
-	sock_hold(&smr->sk);
-	list_add_tail(&smr->conn.wait_node, &link->tx_wait);
+	smr_link_user_ops->hold(user);
+	list_add_tail(&user->wait_node, &link->tx_wait);
 	link->ntx_wait++;
-	smr->conn.tx_queued = true;
+	user->waiting = true;
 	smr_stat_inc(&init_net, SMR_STAT_CDC_WAITS);
 }
 
 /*
  * Post @writes (an unsignalled chain of RDMA WRITEs, or NULL) and then the
- * CDC @cdc, in one call; the CDC takes the link's owed credits along.
- * Caller holds the connection's lock. Returns 0, -EAGAIN when no slot,
- * send queue room or credit is free (@smr is then pushed again once one
- * comes back), or -ENOTCONN when the link is not usable.
+ * CDC @cdc (@data: its inline bytes), in one call; the CDC takes the
+ * link's owed credits along, and its completion tells @user that @tx_pos
+ * bytes are written. Takes link->lock inside the caller's connection lock.
+ * Returns 0, -EAGAIN when no slot, send queue room or credit is free
+ * (@user is then pushed again once one comes back: smr_link_ops.room), or
+ * -ENOTCONN when the link is not usable.
  */
-int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
+int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
 		      const u8 *data, u64 tx_pos)
 {
@@ -703,20 +591,19 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	unsigned int nr_wr = 1;
 	int err;
 
-	lockdep_assert_held(&smr->conn.lock);
 	for (w = writes; w; w = w->next) {
 		w->wr_cqe = &link->unsignalled_cqe;
 		nr_wr++;
 	}
 
-	spin_lock(&link->lock);
+	spin_lock_bh(&link->lock);
 	if (link->state != SMR_LINK_ACTIVE) {
-		spin_unlock(&link->lock);
+		spin_unlock_bh(&link->lock);
 		return -ENOTCONN;
 	}
 	if (!smr_link_cdc_room_locked(link, nr_wr)) {
-		smr_link_wait_room_locked(link, smr);
-		spin_unlock(&link->lock);
+		smr_link_wait_room_locked(link, user);
+		spin_unlock_bh(&link->lock);
 		return -EAGAIN;
 	}
 	slot = list_first_entry(&link->free_slots, struct smr_cdc_slot, node);
@@ -729,8 +616,8 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 		memcpy(slot->msg + SMR_CDC_LEN, data, cdc->inline_len);
 	ib_dma_sync_single_for_device(link->ibdev, slot->dma, len,
 				      DMA_TO_DEVICE);
-	sock_hold(&smr->sk);
-	slot->smr = smr;
+	smr_link_user_ops->hold(user);
+	slot->user = user;
 	slot->tx_pos = tx_pos;
 	slot->nr_wr = nr_wr;
 
@@ -754,16 +641,16 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_sock *smr,
 	if (err) {
 		/* a post only fails on a broken QP: the link goes */
 		link->sq_free += nr_wr;
-		slot->smr = NULL;
+		slot->user = NULL;
 		list_add(&slot->node, &link->free_slots);
-		spin_unlock(&link->lock);
-		sock_put(&smr->sk);
+		spin_unlock_bh(&link->lock);
+		smr_link_user_ops->put(user);	/* the caller holds another */
 		smr_link_down(link);
 		return -ENOTCONN;
 	}
 	link->peer_credits--;
 	link->credits_owed -= with_credits.credits;
-	spin_unlock(&link->lock);
+	spin_unlock_bh(&link->lock);
 	smr_stat_inc(&init_net, SMR_STAT_CDC_SENT);
 	return 0;
 }
@@ -804,7 +691,8 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
  * then fails after the QP's retries and takes the link down, so sockets
  * waiting on that peer fail instead of hanging; and sends that stay
  * unacknowledged for SMR_LINK_STALL_TIMEOUT take it down even when the
- * adapter's retries never end (see "Failure detection" above).
+ * adapter's retries never end (see "Failure detection" above). Queued
+ * first by smr_link_get(), it fails a link that is not up in time.
  */
 static void smr_link_keepalive(struct work_struct *work)
 {
@@ -847,13 +735,16 @@ static void smr_link_keepalive(struct work_struct *work)
 	else if (down)
 		smr_link_down(link);
 	else if (alive)
-		queue_delayed_work(smr_wq, &link->keepalive_work,
+		queue_delayed_work(smr_link_wq, &link->keepalive_work,
 				   SMR_LINK_KEEPALIVE);
 }
 
-/* ---- setup ---- */
+/* ---- the link object and its queue pair ---- */
 
-static struct smr_link *smr_link_alloc(bool active_side)
+static void smr_link_teardown(struct work_struct *work);
+
+/* A link not listed yet, with the list's reference; NULL without memory. */
+struct smr_link *smr_link_alloc(bool active_side)
 {
 	struct smr_link *link;
 
@@ -863,7 +754,7 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	kref_init(&link->ref);		/* the list's reference */
 	INIT_LIST_HEAD(&link->node);
 	spin_lock_init(&link->lock);
-	INIT_LIST_HEAD(&link->conns);
+	INIT_LIST_HEAD(&link->users);
 	INIT_LIST_HEAD(&link->free_slots);
 	INIT_LIST_HEAD(&link->tx_wait);
 	mutex_init(&link->setup_mutex);
@@ -873,7 +764,7 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
 	link->keepalive_cqe.done = smr_link_keepalive_done;
 	INIT_WORK(&link->teardown_work, smr_link_teardown);
-	smr_buf_pool_init(&link->pool);
+	smr_buf_pool_init(&link->pool, smr_link_post_reg);
 	link->active_side = active_side;
 	link->state = SMR_LINK_CONNECTING;
 
@@ -885,8 +776,17 @@ static struct smr_link *smr_link_alloc(bool active_side)
 	return link;
 }
 
+/* A link that never was listed or used goes. */
+void smr_link_discard(struct smr_link *link)
+{
+	spin_lock_bh(&smr_links_lock);
+	xa_erase_bh(&smr_link_ids, link->id);
+	spin_unlock_bh(&smr_links_lock);
+	kfree(link);
+}
+
 /* Free what smr_link_create_qp() made; the QP must be drained. */
-static void smr_link_free_resources(struct smr_link *link)
+void smr_link_free_resources(struct smr_link *link)
 {
 	if (link->qp)
 		rdma_destroy_qp(link->cm_id);
@@ -906,13 +806,19 @@ static void smr_link_free_resources(struct smr_link *link)
 	link->pd = NULL;
 }
 
-static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
+/*
+ * The PD, CQ, message slots and QP of a link whose rdma_cm @id resolved
+ * its route (or came in), with every receive posted. Caller holds
+ * @setup_mutex.
+ */
+int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr attr = {};
 	size_t len = SMR_LINK_MSGS * SMR_LINK_MSG_SIZE;
 	int i, err;
 
+	lockdep_assert_held(&link->setup_mutex);
 	link->ibdev = dev;
 	link->pd = ib_alloc_pd(dev, 0);
 	if (IS_ERR(link->pd)) {
@@ -920,6 +826,8 @@ static int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 		link->pd = NULL;
 		return err;
 	}
+	/* the pool registers its buffers on this PD from now on */
+	link->pool.pd = link->pd;
 	/* room for ib_drain_qp()'s own send and receive, too */
 	link->cq = ib_alloc_cq(dev, link, SMR_LINK_SQ_DEPTH +
 			       SMR_LINK_RQ_DEPTH + 2, 0, IB_POLL_SOFTIRQ);
@@ -989,183 +897,22 @@ err:
 	return err;
 }
 
-/* Our private data: our link id, and the receives we posted (credits). */
-static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
-				u32 id)
-{
-	struct smr_cm_priv p = {
-		.link_id	= id,
-		.credits	= SMR_LINK_RQ_DEPTH,
-	};
+/* ---- the list of links ---- */
 
-	smr_cm_priv_build(&p, priv);
-	memset(param, 0, sizeof(*param));
-	param->private_data = priv;
-	param->private_data_len = SMR_CM_PRIV_LEN;
-	param->retry_count = SMR_LINK_RETRY_COUNT;
-	param->rnr_retry_count = SMR_LINK_RNR_RETRY;
-}
-
-/* The peer's private data, checked by the codec; -EPROTO if not SMR's. */
-static int smr_link_peer_param(struct smr_link *link,
-			       const struct rdma_conn_param *param)
-{
-	struct smr_cm_priv p;
-
-	if (smr_cm_priv_parse(param->private_data, param->private_data_len,
-			      &p))
-		return -EPROTO;
-	link->peer_id = p.link_id;
-	link->peer_credits = p.credits;
-	return 0;
-}
-
-static void smr_addr_from_sockaddr(struct in6_addr *a,
-				   const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)sa)->sin_addr.s_addr,
-				       a);
-	else
-		*a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
-}
-
-static void smr_link_list_add(struct smr_link *link)
+void smr_link_list_add(struct smr_link *link)
 {
 	spin_lock_bh(&smr_links_lock);
 	list_add_tail(&link->node, &smr_links);
 	spin_unlock_bh(&smr_links_lock);
 }
 
-/* A peer connects to our listener: a passive link. */
-static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct rdma_conn_param param;
-	u8 priv[SMR_CM_PRIV_LEN];
-	struct smr_link *link;
-	int err;
-
-	link = smr_link_alloc(false);
-	if (!link)
-		return -ENOMEM;
-	/* not listed yet; the mutex is for the teardown once it is */
-	mutex_lock(&link->setup_mutex);
-	err = smr_link_peer_param(link, &ev->param.conn);
-	if (err) {
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		goto err_free;
-	}
-	link->cm_id = id;
-	smr_addr_from_sockaddr(&link->laddr,
-			       (struct sockaddr *)&id->route.addr.src_addr);
-	smr_addr_from_sockaddr(&link->raddr,
-			       (struct sockaddr *)&id->route.addr.dst_addr);
-	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
-	if (!err)
-		err = smr_link_create_qp(link, id);
-	if (err)
-		goto err_free;
-	smr_link_conn_param(&param, priv, link->id);
-	id->context = link;
-	err = rdma_accept(id, &param);
-	if (err) {
-		id->context = NULL;
-		ib_drain_qp(link->qp);
-		smr_link_free_resources(link);
-		goto err_free;
-	}
-	/* the QP is ready to send once accepted; RTU follows */
-	smr_link_list_add(link);
-	smr_link_set_active(link);
-	mutex_unlock(&link->setup_mutex);
-	return 0;
-
-err_free:
-	mutex_unlock(&link->setup_mutex);
-	smr_link_discard(link);
-	return err;	/* rdma_cm destroys the id */
-}
-
-/* One rdma_cm event of a link's id. Caller holds @setup_mutex. */
-static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
-			     struct rdma_cm_event *ev)
-{
-	struct rdma_conn_param param;
-	u8 priv[SMR_CM_PRIV_LEN];
-	int err = 0;
-
-	lockdep_assert_held(&link->setup_mutex);
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		err = rdma_resolve_route(id, SMR_CM_TIMEOUT_MS);
-		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
-		if (!err)
-			err = smr_link_create_qp(link, id);
-		if (err)
-			break;
-		smr_link_conn_param(&param, priv, link->id);
-		err = rdma_connect_locked(id, &param);
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		if (link->active_side) {
-			err = smr_link_peer_param(link, &ev->param.conn);
-			if (!err)
-				smr_link_set_active(link);
-		}
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-		err = -ENOTCONN;
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-	case RDMA_CM_EVENT_ADDR_CHANGE:
-		smr_link_down(link);
-		break;
-	default:
-		break;
-	}
-	return err;
-}
-
-static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct smr_link *link = id->context;
-	int err;
-
-	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return smr_link_accept(id, ev);
-	if (!link)
-		return 0;	/* the listener itself */
-
-	mutex_lock(&link->setup_mutex);
-	/* a link being torn down builds nothing more (see "Locking") */
-	err = READ_ONCE(link->state) == SMR_LINK_DEAD ? 0 :
-	      smr_link_cm_event(link, id, ev);
-	mutex_unlock(&link->setup_mutex);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
-	return 0;	/* the teardown work destroys the id, never rdma_cm */
-}
-
-/*
- * The link to the peer of @t (a connection's addresses), attached to @smr:
- * an existing one, or a new one whose setup has begun. NULL if none can be
- * made. The caller's connection holds the returned reference.
- */
 /* The live link from @laddr to @raddr, with a reference; smr_links_lock held. */
-static struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
-					const struct in6_addr *raddr)
+struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
+				 const struct in6_addr *raddr)
 {
 	struct smr_link *link;
 
+	lockdep_assert_held(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
 		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
 		    ipv6_addr_equal(&link->raddr, raddr) &&
@@ -1177,121 +924,19 @@ static struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 	return NULL;
 }
 
-static void smr_link_discard(struct smr_link *link)
-{
-	spin_lock_bh(&smr_links_lock);
-	xa_erase_bh(&smr_link_ids, link->id);
-	spin_unlock_bh(&smr_links_lock);
-	kfree(link);
-}
-
-/*
- * The link to the peer of @t (a connection's addresses), attached to @smr:
- * an existing one, or a new one whose setup has begun. Connections racing
- * to a peer with no link find one another's under smr_links_lock, so they
- * share one. NULL if none can be made. The connection holds the returned
- * reference.
- */
-struct smr_link *smr_link_get(struct smr_sock *smr, const struct smr_tuple *t)
-{
-	struct sockaddr_storage src = {}, dst = {};
-	struct smr_link *link, *found;
-	struct rdma_cm_id *id;
-	int err;
-
-	if (!net_eq(t->net, &init_net))
-		return NULL;
-
-	spin_lock_bh(&smr_links_lock);
-	found = smr_link_lookup(&t->laddr, &t->raddr);
-	spin_unlock_bh(&smr_links_lock);
-	if (found) {
-		smr_link_attach(found, smr);
-		return found;
-	}
-
-	link = smr_link_alloc(true);
-	if (!link)
-		return NULL;
-	link->laddr = t->laddr;
-	link->raddr = t->raddr;
-	if (t->family == AF_INET) {
-		struct sockaddr_in *s = (struct sockaddr_in *)&src;
-		struct sockaddr_in *d = (struct sockaddr_in *)&dst;
-
-		s->sin_family = AF_INET;
-		s->sin_addr.s_addr = t->laddr.s6_addr32[3];
-		d->sin_family = AF_INET;
-		d->sin_addr.s_addr = t->raddr.s6_addr32[3];
-		d->sin_port = htons(smr_cm_port);
-	} else {
-		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&src;
-		struct sockaddr_in6 *d = (struct sockaddr_in6 *)&dst;
-
-		s->sin6_family = AF_INET6;
-		s->sin6_addr = t->laddr;
-		d->sin6_family = AF_INET6;
-		d->sin6_addr = t->raddr;
-		d->sin6_port = htons(smr_cm_port);
-	}
-	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		smr_link_discard(link);
-		return NULL;
-	}
-	link->cm_id = id;
-
-	/* listed before it connects: a racing connection waits on it */
-	spin_lock_bh(&smr_links_lock);
-	found = smr_link_lookup(&t->laddr, &t->raddr);
-	if (!found)
-		list_add_tail(&link->node, &smr_links);
-	spin_unlock_bh(&smr_links_lock);
-	if (found) {
-		rdma_destroy_id(id);
-		smr_link_discard(link);
-		smr_link_attach(found, smr);
-		return found;
-	}
-	kref_get(&link->ref);		/* the connection's */
-	smr_link_attach(link, smr);
-	/* cancelled by the teardown, like the keepalive it becomes */
-	queue_delayed_work(smr_wq, &link->keepalive_work,
-			   SMR_LINK_SETUP_TIMEOUT);
-
-	err = rdma_resolve_addr(id, (struct sockaddr *)&src,
-				(struct sockaddr *)&dst, SMR_CM_TIMEOUT_MS);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
-	return link;
-}
-
-/*
- * The server side: the link the client named by our id, if it is alive,
- * leads to the connection's peer, and lives in its namespace. Attached to
- * @smr with a reference, or NULL.
- */
-struct smr_link *smr_link_find(struct smr_sock *smr, u32 id,
-			       const struct smr_tuple *t)
+/* The listed, active link with id @id, with a reference; or NULL. */
+struct smr_link *smr_link_lookup_id(u32 id)
 {
 	struct smr_link *link;
 
-	if (!net_eq(t->net, &init_net))
-		return NULL;
 	spin_lock_bh(&smr_links_lock);
 	link = xa_load(&smr_link_ids, id);
 	if (link && (READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
-		     !ipv6_addr_equal(&link->raddr, &t->raddr) ||
 		     list_empty(&link->node)))
 		link = NULL;
 	if (link)
 		kref_get(&link->ref);
 	spin_unlock_bh(&smr_links_lock);
-	if (link)
-		smr_link_attach(link, smr);
 	return link;
 }
 
@@ -1301,7 +946,8 @@ static void smr_link_teardown(struct work_struct *work)
 {
 	struct smr_link *link = container_of(work, struct smr_link,
 					     teardown_work);
-	struct smr_sock *smr;
+	const struct smr_link_ops *ops = smr_link_user_ops;
+	struct smr_link_user *user;
 	bool listed;
 
 	spin_lock_bh(&smr_links_lock);
@@ -1324,41 +970,42 @@ static void smr_link_teardown(struct work_struct *work)
 	}
 
 	/*
-	 * Reset and detach every connection, each under its sock lock. A sock
-	 * already being destroyed detaches itself (smr_conn_destruct()): wait
-	 * for it, its buffers come back to the pool freed below.
+	 * Detach every user and tell it. A user whose owner is already being
+	 * destroyed detaches itself (its destructor): wait for it, its
+	 * buffers come back to the pool freed below.
 	 */
 	for (;;) {
-		struct smr_sock *found = NULL;
+		struct smr_link_user *found = NULL;
 		bool dying = false, waited = false;
 
 		spin_lock_bh(&link->lock);
-		list_for_each_entry(smr, &link->conns, conn.link_node) {
-			if (refcount_inc_not_zero(&smr->sk.sk_refcnt)) {
-				found = smr;
+		list_for_each_entry(user, &link->users, node) {
+			if (ops->hold_unless_dying(user)) {
+				found = user;
 				break;
 			}
 			dying = true;
 		}
 		if (found) {
-			list_del_init(&found->conn.link_node);
-			link->nconns--;
+			list_del_init(&found->node);
+			link->nusers--;
 			/* no slot comes back any more: the wait list lets go */
-			if (found->conn.tx_queued) {
-				list_del_init(&found->conn.wait_node);
+			if (found->waiting) {
+				list_del_init(&found->wait_node);
 				link->ntx_wait--;
-				found->conn.tx_queued = false;
+				found->waiting = false;
 				waited = true;
 			}
 		}
 		spin_unlock_bh(&link->lock);
 		if (found) {
-			smr_conn_link_down(found);
+			ops->down(found);
 			if (waited)
-				sock_put(&found->sk);
-			sock_put(&found->sk);
+				ops->put(found);
+			ops->put(found);
 		} else if (dying) {
-			usleep_range(1000, 2000);
+			usleep_range(SMR_LINK_DYING_WAIT_US,
+				     2 * SMR_LINK_DYING_WAIT_US);
 		} else {
 			break;
 		}
@@ -1375,7 +1022,20 @@ static void smr_link_teardown(struct work_struct *work)
 	smr_link_put(link);		/* the work's reference */
 }
 
-/* ---- /proc/net/smr/links ---- */
+/* An RDMA device goes (NULL: all): take its links down, and wait. */
+void smr_link_devices_gone(struct ib_device *ibdev)
+{
+	struct smr_link *link;
+
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node)
+		if (link->ibdev == ibdev || !ibdev)
+			smr_link_down(link);
+	spin_unlock_bh(&smr_links_lock);
+	flush_workqueue(smr_link_wq);
+}
+
+/* ---- /proc/net/smr/links and conns ---- */
 
 static const char *smr_link_state_name(u8 state)
 {
@@ -1413,7 +1073,7 @@ int smr_links_show(struct seq_file *seq, void *v)
 		smr_seq_addr(seq, &link->laddr);
 		smr_seq_addr(seq, &link->raddr);
 		spin_lock(&link->lock);
-		seq_printf(seq, " %u %u %u %u %u\n", link->nconns,
+		seq_printf(seq, " %u %u %u %u %u\n", link->nusers,
 			   link->peer_credits, link->credits_owed,
 			   link->ntx_wait, link->sq_free);
 		spin_unlock(&link->lock);
@@ -1423,109 +1083,22 @@ int smr_links_show(struct seq_file *seq, void *v)
 }
 
 /*
- * Tokens address a connection on the wire and cursors tell its traffic:
- * only the socket's owner and the namespace's admin read them, as
- * /proc/net/tcp keeps sockets' inodes and uids but no sequence numbers.
+ * Call @fn for every user of every listed link, in list order, under
+ * smr_links_lock and the link's lock (@fn must not sleep or take either).
  */
-static bool smr_seq_may_see(struct seq_file *seq, const struct sock *sk)
+void smr_links_walk_users(void (*fn)(void *arg, u32 link_id,
+				     struct smr_link_user *user),
+			  void *arg)
 {
-	const struct cred *reader = seq->file->f_cred;
-
-	return uid_eq(reader->fsuid, READ_ONCE(sk->sk_uid)) ||
-	       file_ns_capable(seq->file, sock_net(sk)->user_ns, CAP_NET_ADMIN);
-}
-
-/*
- * /proc/net/smr/conns: every connection attached to a link, with its
- * cursors and close state (debugging what holds buffers). Other users'
- * connections show their close state only.
- */
-int smr_conns_show(struct seq_file *seq, void *v)
-{
+	struct smr_link_user *user;
 	struct smr_link *link;
-	struct smr_sock *smr;
 
-	seq_puts(seq, "LINK TOKEN PEER_TOKEN MODE ACTIVE RESET CLOSED FINAL_SENT PEER_FINAL TX_PROD TX_SENT TX_DONE PEER_CONS RX_PROD RX_CONS\n");
-	if (!net_eq(seq_file_single_net(seq), &init_net))
-		return 0;
 	spin_lock_bh(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
 		spin_lock(&link->lock);
-		list_for_each_entry(smr, &link->conns, conn.link_node) {
-			struct smr_conn *c = &smr->conn;
-
-			if (!smr_seq_may_see(seq, &smr->sk)) {
-				seq_printf(seq, "%u - - %u %u %u %u %u %u - - - - - -\n",
-					   link->id, READ_ONCE(smr->mode),
-					   c->active, c->reset, c->user_closed,
-					   c->tx_final_sent, c->rx_final);
-				continue;
-			}
-			seq_printf(seq, "%u %016llx %016llx %u %u %u %u %u %u %llu %llu %llu %llu %llu %llu\n",
-				   link->id, smr->local_token, smr->peer_token,
-				   READ_ONCE(smr->mode), c->active, c->reset,
-				   c->user_closed, c->tx_final_sent, c->rx_final,
-				   c->tx_prod, c->tx_sent, c->tx_done,
-				   c->tx_peer_cons, c->rx_prod, c->rx_cons);
-		}
+		list_for_each_entry(user, &link->users, node)
+			fn(arg, link->id, user);
 		spin_unlock(&link->lock);
 	}
 	spin_unlock_bh(&smr_links_lock);
-	return 0;
-}
-
-/* An RDMA device goes: take its links down before rdma_cm tears it. */
-void smr_link_devices_gone(struct ib_device *ibdev)
-{
-	struct smr_link *link;
-
-	spin_lock_bh(&smr_links_lock);
-	list_for_each_entry(link, &smr_links, node)
-		if (link->ibdev == ibdev || !ibdev)
-			smr_link_down(link);
-	spin_unlock_bh(&smr_links_lock);
-	flush_workqueue(smr_wq);
-}
-
-/* ---- module ---- */
-
-int smr_link_init(void)
-{
-	struct sockaddr_in6 any = {
-		.sin6_family	= AF_INET6,
-		.sin6_port	= htons(smr_cm_port),
-	};
-	struct rdma_cm_id *id;
-	int err;
-
-	BUILD_BUG_ON(SMR_LINK_MSG_SIZE < SMR_CDC_MAX_LEN);
-	id = rdma_create_id(&init_net, smr_cm_handler, NULL, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id))
-		return PTR_ERR(id);
-	/* one listener for IPv4 and IPv6 peers */
-	err = rdma_set_afonly(id, 0);
-	if (!err)
-		err = rdma_bind_addr(id, (struct sockaddr *)&any);
-	if (!err)
-		err = rdma_listen(id, 128);
-	if (err) {
-		pr_err("rdma_cm listener on port %u: %d (choose another with cm_port=)\n",
-		       smr_cm_port, err);
-		rdma_destroy_id(id);
-		return err;
-	}
-	smr_cm_listener = id;
-	return 0;
-}
-
-/* No SMR socket has a file left; links may still carry closing ones. */
-void smr_link_exit(void)
-{
-	rdma_destroy_id(smr_cm_listener);
-	smr_link_devices_gone(NULL);
-	/* links that raced into the list behind the flush */
-	while (!list_empty_careful(&smr_links))
-		smr_link_devices_gone(NULL);
-	xa_destroy(&smr_link_ids);
 }

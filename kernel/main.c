@@ -2,15 +2,28 @@
 /*
  * SMR: shared-memory sockets over RDMA - module entry points.
  *
+ * Init brings the layers up from the bottom (Documentation/design.rst,
+ * "Layers") and hands the lower ones the callbacks that reach the upper
+ * ones: the device code learns whom to tell when a device goes (the
+ * links), the links learn their users' ops (the connection layer's).
+ *
  * Locking and lifetimes: init runs each subsystem's setup in order and
  * unwinds in reverse on failure; exit is the same unwinding. Nothing here is
- * shared at run time except the read-only module parameters.
+ * shared at run time except the read-only module parameters and the
+ * socket workqueue, which lives from init to exit.
  */
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/workqueue.h>
 
+#include "af_smr.h"
+#include "conn.h"
+#include "handshake.h"
+#include "ib_dev.h"
+#include "link.h"
 #include "smr.h"
+#include "stats.h"
+#include "sysctl.h"
 
 int smr_family = SMR_FAMILY_DEFAULT;
 module_param_named(family, smr_family, int, 0444);
@@ -32,9 +45,12 @@ static int __init smr_init(void)
 	err = smr_stats_init();
 	if (err)
 		return err;
-	err = smr_proto_init();
+	err = smr_proc_init();
 	if (err)
 		goto err_stats;
+	err = smr_proto_init();
+	if (err)
+		goto err_proc;
 	smr_wq = alloc_workqueue("smr", WQ_UNBOUND, 0);
 	if (!smr_wq) {
 		err = -ENOMEM;
@@ -46,22 +62,22 @@ static int __init smr_init(void)
 	err = smr_option_init();
 	if (err)
 		goto err_sysctl;
-	err = smr_ib_init();
+	err = smr_link_init(&smr_conn_link_ops);
 	if (err)
 		goto err_option;
-	err = smr_link_init();
-	if (err)
-		goto err_ib;
-	err = smr_af_init();
+	err = smr_ib_init(smr_link_devices_gone);
 	if (err)
 		goto err_link;
+	err = smr_af_init();
+	if (err)
+		goto err_ib;
 	pr_info("address family %d registered\n", smr_family);
 	return 0;
 
-err_link:
-	smr_link_exit();
 err_ib:
 	smr_ib_exit();
+err_link:
+	smr_link_exit();
 err_option:
 	smr_option_exit();
 err_sysctl:
@@ -70,6 +86,8 @@ err_wq:
 	destroy_workqueue(smr_wq);
 err_proto:
 	smr_proto_exit();
+err_proc:
+	smr_proc_exit();
 err_stats:
 	smr_stats_exit();
 	return err;
@@ -82,12 +100,13 @@ err_stats:
 static void __exit smr_exit(void)
 {
 	smr_af_exit();
-	smr_link_exit();
 	smr_ib_exit();
+	smr_link_exit();
 	smr_option_exit();
 	smr_sysctl_exit();
 	destroy_workqueue(smr_wq);
 	smr_proto_exit();
+	smr_proc_exit();
 	smr_stats_exit();
 }
 

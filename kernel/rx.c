@@ -2,7 +2,7 @@
 /*
  * SMR: receiving over RDMA.
  *
- * The peer WRITEs into our RMB and its CDC moves rx_prod (conn.c). recvmsg()
+ * The peer WRITEs into our RMB and its CDC moves rx_prod (cdc.c). recvmsg()
  * copies from the ring to the application and advances rx_cons; the new
  * consumer cursor goes back to the peer with the next CDC we send anyway,
  * or on its own when the peer said it is blocked, or once a quarter of the
@@ -30,31 +30,18 @@
 #include <net/tcp.h>
 
 #include "smr.h"
+#include "stats.h"
 
 /*
- * Whether the consumer cursor should go to the peer on its own (a CDC of
- * ours that goes anyway carries it too). Caller holds conn->lock.
+ * Readable bytes from @pos, stopping before the urgent byte (TCP does).
+ * Caller holds conn->lock.
  */
-bool smr_rx_cons_update_due(const struct smr_conn *conn)
-{
-	u32 size = conn->rmb->size;
-	u64 unreported = conn->rx_cons - conn->rx_cons_sent;
-	/* what the writer can know is free: it saw only rx_cons_sent */
-	u64 peer_free = size - (conn->rx_prod - conn->rx_cons_sent);
-
-	lockdep_assert_held(&conn->lock);
-	if (!unreported)
-		return false;
-	return conn->rx_peer_blocked ||
-	       (unreported >= size / 4 && peer_free <= size / 2);
-}
-
-/* Readable bytes from @pos, stopping before the urgent byte (TCP does). */
 static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 {
 	u64 avail = conn->rx_prod - pos;
 	u64 mark = conn->rx_urg ? conn->rx_urg - 1 : 0;
 
+	lockdep_assert_held(&conn->lock);
 	*at_mark = conn->rx_urg && mark == pos;
 	if (conn->rx_urg && mark > pos && mark - pos < avail)
 		avail = mark - pos;
@@ -65,8 +52,8 @@ static bool smr_rx_readable(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 
-	return conn->rx_prod != conn->rx_cons || conn->rx_done ||
-	       conn->reset || READ_ONCE(smr->sk.sk_err) ||
+	return conn->rx_prod != conn->rx_cons || smr_conn_peer_done(conn) ||
+	       smr_conn_is_reset(conn) || READ_ONCE(smr->sk.sk_err) ||
 	       (smr->sk.sk_shutdown & RCV_SHUTDOWN) || !conn->rmb;
 }
 
@@ -111,7 +98,11 @@ static int smr_rx_recv_urgent(struct smr_sock *smr, struct msghdr *msg,
 	return 0;
 }
 
-/* Copy @n bytes at byte count @pos from the RMB (two pieces at the wrap). */
+/*
+ * Copy @n bytes at byte count @pos from the RMB (two pieces at the wrap).
+ * The reader's sock lock keeps the RMB (the link teardown frees it under
+ * that lock); the bytes are its alone until it moves rx_cons.
+ */
 static int smr_rx_copy(struct smr_conn *conn, struct msghdr *msg, u64 pos,
 		       u32 n)
 {
@@ -125,6 +116,54 @@ static int smr_rx_copy(struct smr_conn *conn, struct msghdr *msg, u64 pos,
 	    n - first)
 		return -EFAULT;
 	return 0;
+}
+
+/*
+ * The application took @n bytes: the ring has room for the peer again.
+ * Returns true if the peer should hear of it now. Sock lock held.
+ */
+static bool smr_rx_consumed(struct smr_sock *smr, u32 n)
+{
+	struct smr_conn *conn = &smr->conn;
+	bool due;
+
+	sock_owned_by_me(&smr->sk);
+	spin_lock_bh(&conn->lock);
+	conn->rx_cons += n;
+	due = smr_conn_cons_update_due(conn);
+	spin_unlock_bh(&conn->lock);
+	atomic64_add(n, &smr->rdma_bytes_received);
+	atomic64_add(n, &smr->bytes_received);
+	smr_stat_add(sock_net(&smr->sk), SMR_STAT_RDMA_BYTES_RECEIVED, n);
+	return due;
+}
+
+/*
+ * Nothing more to read now, @copied bytes so far: whether recvmsg() waits
+ * (1) or returns, with nothing to add (0) or the errno it returns when it
+ * copied nothing. In TCP's order: the low-water mark, EOF after the peer's
+ * FIN (it wins over a later error), a pending error, shutdown or reset,
+ * the timeout, a signal. Sock lock held.
+ */
+static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
+			       int target, bool eof, long timeo)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	sock_owned_by_me(sk);
+	if (copied >= target || eof)
+		return 0;
+	if (READ_ONCE(sk->sk_err))
+		return copied ? 0 : sock_error(sk);
+	if (smr_conn_is_reset(conn) || !conn->rmb ||
+	    (sk->sk_shutdown & RCV_SHUTDOWN))
+		return 0;
+	if (!timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(timeo);
+	return 1;
 }
 
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
@@ -165,7 +204,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			spin_unlock_bh(&conn->lock);
 			continue;
 		}
-		eof = conn->rx_done && pos == conn->rx_prod;
+		eof = smr_conn_peer_done(conn) && pos == conn->rx_prod;
 		spin_unlock_bh(&conn->lock);
 
 		if (avail) {
@@ -176,42 +215,17 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 					break;
 			}
 			copied += n;
-			if (flags & MSG_PEEK) {
+			if (flags & MSG_PEEK)
 				peek += n;
-				continue;
-			}
-			spin_lock_bh(&conn->lock);
-			conn->rx_cons += n;
-			if (smr_rx_cons_update_due(conn))
+			else if (smr_rx_consumed(smr, n))
 				push = true;
-			spin_unlock_bh(&conn->lock);
-			atomic64_add(n, &smr->rdma_bytes_received);
-			atomic64_add(n, &smr->bytes_received);
-			smr_stat_add(sock_net(sk), SMR_STAT_RDMA_BYTES_RECEIVED,
-				     n);
 			continue;
 		}
 
-		if (copied >= target)
+		err = smr_rx_wait_verdict(smr, copied, target, eof, timeo);
+		if (err <= 0)
 			break;
-		/* as TCP: EOF after the peer's FIN wins over a later error */
-		if (eof)
-			break;
-		if (READ_ONCE(sk->sk_err)) {
-			if (!copied)
-				err = sock_error(sk);
-			break;
-		}
-		if (conn->reset || !conn->rmb || (sk->sk_shutdown & RCV_SHUTDOWN))
-			break;
-		if (!timeo) {
-			err = -EAGAIN;
-			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			break;
-		}
+		err = 0;
 		if (push) {
 			smr_tx_push(smr);
 			push = false;
@@ -302,14 +316,4 @@ int smr_rx_ioctl(struct smr_sock *smr, unsigned int cmd, unsigned long arg)
 	}
 	spin_unlock_bh(&conn->lock);
 	return put_user(min_t(u64, val, INT_MAX), (int __user *)arg);
-}
-
-/* shutdown(SHUT_RD): reads return EOF; the peer is not told (as TCP). */
-void smr_rx_shutdown(struct smr_sock *smr)
-{
-	spin_lock_bh(&smr->conn.lock);
-	smr->conn.rx_shut = true;
-	spin_unlock_bh(&smr->conn.lock);
-	WRITE_ONCE(smr->sk.sk_shutdown, smr->sk.sk_shutdown | RCV_SHUTDOWN);
-	smr_conn_wake(smr, EPOLLIN | EPOLLRDNORM | EPOLLRDHUP);
 }

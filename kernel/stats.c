@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR: per-network-namespace counters, shown in /proc/net/smr/stats.
+ * SMR: per-network-namespace counters, shown in /proc/net/smr/stats
+ * (proc.c makes the file).
  *
  * Locking and lifetimes
  * ---------------------
  * Counters are per-CPU s64 arrays updated with this_cpu_add(), so the data
  * path takes no lock and shares no cache line; readers sum all CPUs, which
  * is exact for counters at rest and a close snapshot under traffic. A
- * namespace's array and proc directory live from its pernet init to its
- * pernet exit; sockets hold their netns, so no socket can count into a
- * freed array.
+ * namespace's array lives from its pernet init to its pernet exit; sockets
+ * hold their netns, so no socket can count into a freed array.
  */
 #include <linux/percpu.h>
-#include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/seq_file_net.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 
-#include "smr.h"
+#include "stats.h"
 
 struct smr_stats {
 	s64 count[SMR_STAT_MAX];
@@ -25,7 +25,6 @@ struct smr_stats {
 
 struct smr_net {
 	struct smr_stats __percpu *stats;
-	struct proc_dir_entry *proc_dir;
 };
 
 static unsigned int smr_net_id __read_mostly;
@@ -88,7 +87,8 @@ static s64 smr_stat_sum(const struct smr_net *sn, enum smr_stat stat)
 	return sum;
 }
 
-static int smr_stats_show(struct seq_file *seq, void *v)
+/* Every counter of the reader's namespace, "name value" a line. */
+int smr_stats_show(struct seq_file *seq, void *v)
 {
 	struct smr_net *sn = net_generic(seq_file_single_net(seq), smr_net_id);
 	int i;
@@ -99,62 +99,37 @@ static int smr_stats_show(struct seq_file *seq, void *v)
 	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
 		seq_printf(seq, "fallback_%s %lld\n", smr_reason_name(i),
 			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
-	/* buffers belong to links, which live in init_net only */
-	if (net_eq(seq_file_single_net(seq), &init_net))
-		seq_printf(seq, "buffer_bytes_pinned %ld\n",
-			   atomic_long_read(&smr_buf_mem_used));
 	return 0;
 }
 
-static int __net_init smr_net_init(struct net *net)
+static int __net_init smr_stats_net_init(struct net *net)
 {
 	struct smr_net *sn = net_generic(net, smr_net_id);
 
 	sn->stats = alloc_percpu(struct smr_stats);
-	if (!sn->stats)
-		return -ENOMEM;
-	sn->proc_dir = proc_net_mkdir(net, "smr", net->proc_net);
-	if (!sn->proc_dir)
-		goto err_stats;
-	if (!proc_create_net_single("stats", 0444, sn->proc_dir,
-				    smr_stats_show, NULL) ||
-	    !proc_create_net_single("devices", 0444, sn->proc_dir,
-				    smr_ib_devices_show, NULL) ||
-	    !proc_create_net_single("links", 0444, sn->proc_dir,
-				    smr_links_show, NULL) ||
-	    !proc_create_net_single("conns", 0444, sn->proc_dir,
-				    smr_conns_show, NULL))
-		goto err_dir;
-	return 0;
-
-err_dir:
-	remove_proc_subtree("smr", net->proc_net);
-err_stats:
-	free_percpu(sn->stats);
-	return -ENOMEM;
+	return sn->stats ? 0 : -ENOMEM;
 }
 
-static void __net_exit smr_net_exit(struct net *net)
+static void __net_exit smr_stats_net_exit(struct net *net)
 {
 	struct smr_net *sn = net_generic(net, smr_net_id);
 
-	remove_proc_subtree("smr", net->proc_net);
 	free_percpu(sn->stats);
 }
 
-static struct pernet_operations smr_net_ops = {
-	.init	= smr_net_init,
-	.exit	= smr_net_exit,
+static struct pernet_operations smr_stats_net_ops = {
+	.init	= smr_stats_net_init,
+	.exit	= smr_stats_net_exit,
 	.id	= &smr_net_id,
 	.size	= sizeof(struct smr_net),
 };
 
 int smr_stats_init(void)
 {
-	return register_pernet_subsys(&smr_net_ops);
+	return register_pernet_subsys(&smr_stats_net_ops);
 }
 
 void smr_stats_exit(void)
 {
-	unregister_pernet_subsys(&smr_net_ops);
+	unregister_pernet_subsys(&smr_stats_net_ops);
 }

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR: the net.smr sysctls (admin guide, "Sysctls"). Each value lives with
- * the code that uses it; this file only publishes them and bounds what
- * root may write.
+ * SMR: the net.smr sysctls (admin guide, "Sysctls"): the tunables every
+ * layer reads (sysctl.h), their defaults and what root may write.
  *
  * Locking and lifetimes: the table is registered at module init and
  * unregistered at exit; readers use READ_ONCE() (a value may change
@@ -10,12 +9,22 @@
  */
 #include <linux/sysctl.h>
 
-#include "compat.h"
-#include "smr.h"
+#include "sysctl.h"
+#include "wire.h"
 
-static int smr_timeout_ms_min = 10;
-static int smr_hs_timeout_ms_max = 600000;
-static int smr_day_ms = 24 * 3600 * 1000;
+int smr_hs_timeout_ms = SMR_HS_TIMEOUT_MS_DEFAULT;
+int smr_link_idle_ms = SMR_LINK_IDLE_MS_DEFAULT;
+int smr_orphan_timeout_ms = SMR_ORPHAN_TIMEOUT_MS_DEFAULT;
+int smr_buf_max = SMR_BUF_MAX_DEFAULT;
+int smr_buf_wmem = SMR_BUF_WMEM_DEFAULT;
+/* sends this small ride in the CDC itself */
+int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
+long smr_buf_mem_max = SMR_BUF_MEM_MAX_DEFAULT;
+long smr_buf_mem_user_max = SMR_BUF_MEM_USER_MAX_DEFAULT;
+
+static int smr_timeout_ms_min = SMR_TIMEOUT_MS_MIN;
+static int smr_hs_timeout_ms_max = SMR_HS_TIMEOUT_MS_MAX;
+static int smr_timeout_ms_max = SMR_TIMEOUT_MS_MAX;
 static int smr_buf_max_min = SMR_HS_RMB_MIN;
 static int smr_buf_max_max = SMR_HS_RMB_MAX;
 static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
@@ -37,7 +46,7 @@ static struct ctl_table smr_sysctl_table[] = {
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &smr_timeout_ms_min,
-		.extra2		= &smr_day_ms,
+		.extra2		= &smr_timeout_ms_max,
 	},
 	{
 		.procname	= "orphan_timeout_ms",
@@ -46,7 +55,7 @@ static struct ctl_table smr_sysctl_table[] = {
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &smr_timeout_ms_min,
-		.extra2		= &smr_day_ms,
+		.extra2		= &smr_timeout_ms_max,
 	},
 	{
 		.procname	= "buf_max",
@@ -89,15 +98,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
 	},
-	{ }
+	{ }	/* the end, for kernels that read up to it: not counted */
 };
 
 static struct ctl_table_header *smr_sysctl_header;
 
 int smr_sysctl_init(void)
 {
-	smr_sysctl_header = smr_register_sysctl("net/smr", smr_sysctl_table,
-						ARRAY_SIZE(smr_sysctl_table) - 1);
+	smr_sysctl_header = register_sysctl_sz("net/smr", smr_sysctl_table,
+					       ARRAY_SIZE(smr_sysctl_table) - 1);
 	return smr_sysctl_header ? 0 : -ENOMEM;
 }
 

@@ -27,7 +27,6 @@
  * and unregistered, and that namespace's records freed, in its exit.
  */
 #include <linux/hashtable.h>
-#include <linux/inetdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/jhash.h>
@@ -43,9 +42,12 @@
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
 #include <net/tcp.h>
-#include <rdma/ib_verbs.h>
 
+#include "handshake.h"
+#include "ib_dev.h"
 #include "smr.h"
+#include "stats.h"
+#include "tcp_path.h"
 #include "wire.h"
 
 /* a TCP header with every option byte used: 20 fixed + 40 */
@@ -315,32 +317,6 @@ static void smr_negot_flush(const struct net *net)
 	spin_unlock_bh(&smr_negot_lock);
 }
 
-/* ---- which sockets are SMR's ---- */
-
-/* Is there an RDMA device on the netdev that owns @addr? */
-bool smr_rdma_dev_for_addr(struct net *net, const struct smr_tuple *t)
-{
-	struct net_device *ndev = NULL;
-	struct ib_device *ibdev;
-
-	if (t->family == AF_INET)
-		ndev = ip_dev_find(net, t->laddr.s6_addr32[3]);
-#if IS_ENABLED(CONFIG_IPV6)
-	else
-		ndev = ipv6_dev_find(net, &t->laddr, NULL);
-	if (ndev && t->family != AF_INET)
-		dev_hold(ndev);
-#endif
-	if (!ndev)
-		return false;
-	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
-	dev_put(ndev);
-	if (!ibdev)
-		return false;
-	ib_device_put(ibdev);
-	return true;
-}
-
 /* ---- packet surgery ---- */
 
 struct smr_pkt {
@@ -516,7 +492,7 @@ static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 
 	if (!smr_opt_nonce_ok(opt.nonce))
 		return;		/* this socket does not negotiate */
-	if (!smr_rdma_dev_for_addr(net, &p->tuple))
+	if (!smr_ib_dev_for_addr(net, p->tuple.family, &p->tuple.laddr))
 		result = SMR_NEGOT_NO_DEVICE;
 	else if (p->thlen + SMR_OPT_LEN > SMR_TCP_HDR_MAX ||
 		 smr_opts_have_eol(p))
@@ -577,7 +553,7 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	if (!skb->sk) {
 		opt.flags = SMR_OPT_F_COOKIE;
 		result = SMR_NEGOT_COOKIE;
-	} else if (!smr_rdma_dev_for_addr(net, &p->tuple)) {
+	} else if (!smr_ib_dev_for_addr(net, p->tuple.family, &p->tuple.laddr)) {
 		/* say so now: the client then builds no link to us */
 		opt.flags = SMR_OPT_F_NO_DEVICE;
 		result = SMR_NEGOT_PEER_NO_DEVICE;

@@ -3,9 +3,11 @@
  * SMR: the inner TCP connection of every SMR socket.
  *
  * Every SMR socket owns a real TCP socket: it carries the connection setup,
- * and it is the data path whenever RDMA is not in use (fallback). This file
- * creates it, ties its wake-ups and errors to the SMR socket, and takes it
- * down.
+ * and it is the data path whenever RDMA is not in use (fallback: the TCP
+ * transport, transport.c). This file creates it, ties its wake-ups and
+ * errors to the SMR socket, and takes it down. In RDMA mode the inner
+ * connection's failure resets the RDMA connection (smr_conn_tcp_failed());
+ * while negotiating, its events drive the handshake work (smr_hs_kick()).
  *
  * Locking and lifetimes
  * ---------------------
@@ -53,6 +55,7 @@
 #include <net/tcp_states.h>
 
 #include "smr.h"
+#include "tcp_path.h"
 
 /*
  * TCP's own callbacks (sock_def_*), read off the first pristine inner sock:
@@ -89,11 +92,16 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk)
 
 /*
  * The SMR socket a running hook acts for: the owner, if @hook is still the
- * callback installed in @slot (see "A hook may run stale" above). Caller
- * holds the inner sk_callback_lock.
+ * callback installed (@installed, the sock's callback read now; see "A hook
+ * may run stale" above). Caller holds the inner sk_callback_lock.
  */
-#define smr_tcp_hook_owner(tsk, slot, hook)				\
-	(READ_ONCE((tsk)->slot) == (hook) ? smr_tcp_owner(tsk) : NULL)
+static struct smr_sock *smr_tcp_hook_owner(const struct sock *tsk,
+					   void (*installed)(struct sock *sk),
+					   void (*hook)(struct sock *sk))
+{
+	lockdep_assert_held_read(&tsk->sk_callback_lock);
+	return installed == hook ? smr_tcp_owner(tsk) : NULL;
+}
 
 /* Softirq or process context, with the inner sock locked by TCP. */
 static void smr_tcp_error_report(struct sock *tsk)
@@ -103,11 +111,12 @@ static void smr_tcp_error_report(struct sock *tsk)
 	int err;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_hook_owner(tsk, sk_error_report, smr_tcp_error_report);
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_error_report),
+				 smr_tcp_error_report);
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
 		err = READ_ONCE(tsk->sk_err);
-		if (err && smr_conn_is_rdma(smr)) {
+		if (err && READ_ONCE(smr->mode) == SMR_MODE_RDMA) {
 			/* the control connection failed: so does this one */
 			smr_conn_tcp_failed(smr, err);
 		} else if (err) {
@@ -145,7 +154,8 @@ static void smr_tcp_hs_event(struct sock *tsk, enum smr_tcp_cb cb)
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	/* the three are installed and removed together */
-	smr = smr_tcp_hook_owner(tsk, sk_data_ready, smr_tcp_hs_data_ready);
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
+				 smr_tcp_hs_data_ready);
 	if (smr) {
 		saved = smr->tcp_saved[cb];
 		smr_hs_kick(smr);
@@ -216,7 +226,8 @@ static void smr_tcp_listen_data_ready(struct sock *tsk)
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	/* not an accepted child that inherited the hook: a listener */
-	smr = smr_tcp_hook_owner(tsk, sk_data_ready, smr_tcp_listen_data_ready);
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
+				 smr_tcp_listen_data_ready);
 	if (smr) {
 		saved = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
 		smr_sock_queue_work(&smr->sk, &smr->accept_work);
@@ -368,68 +379,6 @@ void smr_tcp_sync_bufs(struct smr_sock *smr)
 	WRITE_ONCE(smr->sk.sk_sndbuf, READ_ONCE(tsk->sk_sndbuf));
 	WRITE_ONCE(smr->sk.sk_rcvbuf, READ_ONCE(tsk->sk_rcvbuf));
 }
-
-#ifndef HAVE_SOCK_CUSTOM_SOCKOPT
-/*
- * Kernels before 6.2 apply SOL_SOCKET options to the SMR sock only. Copy the
- * ones that change TCP's behaviour to the inner sock before each operation.
- * Racy against a concurrent setsockopt exactly as two threads racing
- * setsockopt and send on a TCP socket are.
- */
-void smr_tcp_copy_sockopts(struct smr_sock *smr)
-{
-	const unsigned long flags = BIT(SOCK_LINGER) | BIT(SOCK_KEEPOPEN) |
-				    BIT(SOCK_URGINLINE) | BIT(SOCK_DBG);
-	struct sock *sk = &smr->sk;
-	struct sock *tsk = smr->tcp->sk;
-	bool keepalive = sock_flag(sk, SOCK_KEEPOPEN);
-
-	lock_sock(tsk);
-	if (keepalive != sock_flag(tsk, SOCK_KEEPOPEN))
-		tcp_set_keepalive(tsk, keepalive);
-	tsk->sk_flags = (tsk->sk_flags & ~flags) | (sk->sk_flags & flags);
-	tsk->sk_rcvtimeo = sk->sk_rcvtimeo;
-	tsk->sk_sndtimeo = sk->sk_sndtimeo;
-	tsk->sk_lingertime = sk->sk_lingertime;
-	tsk->sk_reuse = sk->sk_reuse;
-	tsk->sk_reuseport = sk->sk_reuseport;
-	tsk->sk_priority = sk->sk_priority;
-	tsk->sk_mark = sk->sk_mark;
-	tsk->sk_bound_dev_if = sk->sk_bound_dev_if;
-	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK) {
-		tsk->sk_sndbuf = sk->sk_sndbuf;
-		tsk->sk_userlocks |= SOCK_SNDBUF_LOCK;
-	}
-	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK) {
-		tsk->sk_rcvbuf = sk->sk_rcvbuf;
-		tsk->sk_userlocks |= SOCK_RCVBUF_LOCK;
-	}
-	release_sock(tsk);
-}
-
-/*
- * A listener's SO_SNDBUF/SO_RCVBUF set after listen() reach its inner
- * socket only on its next operation, after children were cloned from it: an
- * accepted child takes them here, as TCP's children inherit the listener's.
- */
-void smr_tcp_inherit_sockopts(struct smr_sock *child,
-			      const struct smr_sock *listener)
-{
-	const struct sock *lsk = &listener->sk;
-	struct sock *sk = &child->sk;
-	/* a plain read: sk_userlocks is a bit-field before 6.2 */
-	u8 locks = lsk->sk_userlocks & (SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK);
-
-	lock_sock(sk);
-	if (locks & SOCK_SNDBUF_LOCK)
-		WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(lsk->sk_sndbuf));
-	if (locks & SOCK_RCVBUF_LOCK)
-		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
-	sk->sk_userlocks |= locks;
-	release_sock(sk);
-	smr_tcp_copy_sockopts(child);
-}
-#endif
 
 /*
  * Options the socket layer refuses on a non-inet sock (SO_REUSEPORT,

@@ -21,12 +21,18 @@
  * fills a ring smaller than twice the peer's RMB gets a larger one, once
  * (smr_tx_grow()).
  *
+ * The push also sends what closing owes (close.c decides, through the
+ * state: DONE_WRITING after the last byte, then the final CLOSED or
+ * ABORT), and after it lets the connection go if that was the last thing
+ * it waited for.
+ *
  * Locking and lifetimes
  * ---------------------
  * sendmsg() runs under the SMR sock lock: one writer copies into the ring
  * at a time, into space no posted WRITE still reads, and only it swaps the
  * ring (under conn->lock too, when no byte is in it). The push runs under
- * conn->lock from any context (sendmsg, CDC receipt, completions).
+ * conn->lock from any context (sendmsg, CDC receipt, completions); the
+ * link's lock nests inside it while the CDC is posted.
  */
 #include <linux/net.h>
 #include <linux/sched/signal.h>
@@ -36,12 +42,12 @@
 #include <rdma/ib_verbs.h>
 
 #include "smr.h"
+#include "stats.h"
+#include "sysctl.h"
+#include "test_hooks.h"
 
 #define SMR_TX_MAX_WRITES	2	/* the RMB wraps at most once per push */
 #define SMR_TX_PUSH_SGES	3	/* and the send ring at most once */
-
-/* net.smr.cdc_inline_max: sends this small ride in the CDC itself */
-int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
 
 /*
  * The inner TCP socket's TCP_NODELAY and TCP_CORK (a bit-field, read
@@ -107,70 +113,6 @@ static struct ib_send_wr *smr_tx_build_writes(struct smr_conn *conn, u64 pos,
 	return w ? &wr[0].wr : NULL;
 }
 
-/*
- * Test hook for selftests/rdma (case "hostile"): the next CDC that carries
- * data breaks rule N of Documentation/protocol.rst's cursor checks, so a
- * test can see the receiver refuse it. It reads 0 again once used.
- */
-enum smr_fault_cdc {
-	SMR_FAULT_NONE,
-	SMR_FAULT_PROD_PAST_ROOM = 1,	/* beyond what the receiver consumed + S */
-	SMR_FAULT_PROD_BACKWARDS,
-	SMR_FAULT_CONS_AHEAD,		/* consumed more than was produced */
-	SMR_FAULT_URG_OUTSIDE,		/* urgent byte not in the new data */
-	SMR_FAULT_COUNT_RANGE,		/* prod.count not below S */
-	SMR_FAULT_INLINE_OVERLONG,	/* more inline data than prod adds */
-	SMR_FAULT_MAX,
-};
-
-static int smr_fault_cdc;
-module_param_named(fault_cdc, smr_fault_cdc, int, 0644);
-MODULE_PARM_DESC(fault_cdc,
-		 "test only: the next data CDC breaks cursor rule N (1-6)");
-
-/* Returns the rule broken (0: none); re-armed if the CDC does not go out. */
-static int smr_tx_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
-			u8 *data)
-{
-	int mode = READ_ONCE(smr_fault_cdc);
-	u64 sent = conn->tx_sent;
-
-	if (mode <= SMR_FAULT_NONE || mode >= SMR_FAULT_MAX ||
-	    (mode == SMR_FAULT_PROD_BACKWARDS && !sent) ||
-	    (mode == SMR_FAULT_INLINE_OVERLONG &&
-	     (!cdc->inline_len || cdc->inline_len >= SMR_CDC_INLINE_MAX)))
-		return SMR_FAULT_NONE;
-	if (cmpxchg(&smr_fault_cdc, mode, SMR_FAULT_NONE) != mode)
-		return SMR_FAULT_NONE;
-	switch (mode) {
-	case SMR_FAULT_PROD_PAST_ROOM:
-		smr_cursor_from_count(sent + conn->peer_rmb_size + 1,
-				      conn->peer_rmb_size, &cdc->prod);
-		break;
-	case SMR_FAULT_PROD_BACKWARDS:
-		smr_cursor_from_count(sent - 1, conn->peer_rmb_size,
-				      &cdc->prod);
-		break;
-	case SMR_FAULT_CONS_AHEAD:
-		/* the peer never sent past our consumer + S */
-		smr_cursor_from_count(conn->rx_cons + conn->rmb->size + 1,
-				      conn->rmb->size, &cdc->cons);
-		break;
-	case SMR_FAULT_URG_OUTSIDE:
-		cdc->flags |= SMR_CDC_F_URGENT;
-		smr_cursor_from_count(sent + n, conn->peer_rmb_size,
-				      &cdc->urg);
-		break;
-	case SMR_FAULT_COUNT_RANGE:
-		cdc->prod.count = conn->peer_rmb_size;
-		break;
-	case SMR_FAULT_INLINE_OVERLONG:
-		data[cdc->inline_len++] = 0;
-		break;
-	}
-	return mode;
-}
-
 /* Copy @len bytes at byte count @pos out of the send ring into @dst. */
 static void smr_tx_copy_out(const struct smr_conn *conn, u64 pos, u32 len,
 			    u8 *dst)
@@ -182,7 +124,10 @@ static void smr_tx_copy_out(const struct smr_conn *conn, u64 pos, u32 len,
 	memcpy(dst + first, conn->sndbuf->cpu, len - first);
 }
 
-/* How many bytes to WRITE now; 0 to hold them back (coalescing). */
+/*
+ * How many bytes to WRITE now; 0 to hold them back (coalescing). Caller
+ * holds conn->lock.
+ */
 static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 {
 	struct smr_conn *conn = &smr->conn;
@@ -191,11 +136,12 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	u64 n = min(unsent, room);
 	u32 hold;
 
+	lockdep_assert_held(&conn->lock);
 	*blocked = unsent > room;
 	if (!n)
 		return 0;
-	if (conn->tx_fin || conn->tx_urg > conn->tx_sent || *blocked ||
-	    conn->tx_force)
+	if (smr_conn_fin_owed(conn) || conn->tx_urg > conn->tx_sent ||
+	    *blocked || conn->tx_force)
 		return n;
 	/* corked: wait for a quarter ring, the uncork or the cork timer */
 	hold = min(conn->peer_rmb_size, conn->sndbuf->size) / 4;
@@ -230,7 +176,7 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 	struct ib_sge sge[SMR_TX_PUSH_SGES];
 	struct ib_send_wr *writes = NULL;
 	u8 data[SMR_CDC_INLINE_MAX];
-	int err, fault = SMR_FAULT_NONE;
+	int err, fault = 0;
 
 	lockdep_assert_held(&conn->lock);
 	if (n && conn->peer_cdc_inline && n <= READ_ONCE(smr_cdc_inline_max)) {
@@ -239,69 +185,71 @@ static noinline int smr_tx_post(struct smr_sock *smr, struct smr_cdc *cdc,
 	} else if (n) {
 		writes = smr_tx_build_writes(conn, conn->tx_sent, n, wr, sge);
 	}
-	if (n && unlikely(READ_ONCE(smr_fault_cdc)))
-		fault = smr_tx_fault(conn, cdc, n, data);
-	err = smr_link_post_cdc(conn->link, smr, writes, cdc, data,
+	if (n)
+		fault = smr_test_cdc_fault(conn, cdc, n, data);
+	err = smr_link_post_cdc(conn->link, &conn->link_user, writes, cdc, data,
 				conn->tx_sent + n);
-	if (unlikely(fault) && err)
-		cmpxchg(&smr_fault_cdc, SMR_FAULT_NONE, fault);
+	if (err)
+		smr_test_cdc_fault_unsent(fault);
 	return err;
 }
 
-/* Caller holds conn->lock. */
+/*
+ * Send what is due: the bytes the peer's RMB has room for (coalescing
+ * allowing), the consumer cursor when the peer needs it, and what closing
+ * owes, in one CDC. Caller holds conn->lock.
+ */
 static void smr_tx_push_locked(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct smr_cdc cdc = {};
-	bool blocked, fin, close, all_out, cons_due, final;
+	bool blocked, all_out, cons_due;
+	u8 final;
 	int err;
 	u32 n;
 
 	lockdep_assert_held(&conn->lock);
-	if (!conn->active || !conn->link || conn->tx_final_sent)
+	if (!smr_conn_started(conn) || !conn->link ||
+	    smr_conn_final_sent(conn))
 		return;
+	final = smr_conn_final_owed(conn);
 	/* before the peer's RMB is known only an ABORT can go */
-	if (!conn->tx_abort && (!conn->sndbuf || !conn->peer_rmb_size))
+	if (!(final & SMR_CDC_F_ABORT) && (!conn->sndbuf || !conn->peer_rmb_size))
 		return;
 
-	if (conn->tx_abort) {
+	if (final & SMR_CDC_F_ABORT) {
 		n = 0;
 		blocked = false;
-		fin = false;
-		cdc.flags = SMR_CDC_F_ABORT | SMR_CDC_F_CLOSED;
-	} else if (conn->reset) {
+		cdc.flags = final;
+	} else if (smr_conn_is_reset(conn)) {
 		/* reset by the peer or the link: only the final CDC is owed */
-		if (!conn->tx_close)
+		if (!final)
 			return;
 		n = 0;
 		blocked = false;
-		fin = false;
-		cdc.flags = SMR_CDC_F_CLOSED;
+		cdc.flags = final;
 	} else {
 		n = smr_tx_amount(smr, &blocked);
 		all_out = conn->tx_sent + n == conn->tx_prod;
-		fin = conn->tx_fin && !conn->tx_fin_sent && all_out;
-		/* CLOSED after everything, even if DONE went out before */
-		close = conn->tx_close && all_out;
-		cons_due = smr_rx_cons_update_due(conn) ||
-			   (conn->user_closed &&
+		cons_due = smr_conn_cons_update_due(conn) ||
+			   (smr_conn_app_closed(conn) &&
 			    conn->rx_cons != conn->rx_cons_sent);
-		if (!n && !fin && !close && !cons_due &&
-		    blocked == conn->tx_blocked)
+		/* DONE once, after everything; CLOSED after everything too */
+		if (all_out && smr_conn_fin_owed(conn) &&
+		    !(conn->tx_flags & SMR_CDC_F_DONE_WRITING))
+			cdc.flags |= SMR_CDC_F_DONE_WRITING;
+		if (all_out && final)
+			cdc.flags |= SMR_CDC_F_DONE_WRITING | final;
+		if (!n && !cdc.flags && !cons_due && blocked == conn->tx_blocked)
 			return;
 		if (blocked)
 			cdc.flags |= SMR_CDC_F_WRITE_BLOCKED;
-		if (fin || close)
-			cdc.flags |= SMR_CDC_F_DONE_WRITING;
-		if (close)
-			cdc.flags |= SMR_CDC_F_CLOSED;
 		if (conn->tx_urg && conn->tx_urg <= conn->tx_sent + n) {
 			cdc.flags |= SMR_CDC_F_URGENT;
 			smr_cursor_from_count(conn->tx_urg - 1,
 					      conn->peer_rmb_size, &cdc.urg);
 		}
 	}
-	final = cdc.flags & SMR_CDC_F_CLOSED;
 
 	cdc.seq = conn->tx_seq + 1;
 	cdc.token = smr->peer_token;
@@ -323,10 +271,9 @@ static void smr_tx_push_locked(struct smr_sock *smr)
 		conn->tx_force = false;
 	conn->rx_cons_sent = conn->rx_cons;
 	conn->tx_blocked = blocked;
-	if (cdc.flags & SMR_CDC_F_DONE_WRITING)
-		conn->tx_fin_sent = true;
-	if (final)
-		conn->tx_final_sent = true;
+	/* what went: DONE_WRITING, and the final (CLOSED, with ABORT or not) */
+	conn->tx_flags |= cdc.flags & (SMR_CDC_F_DONE_WRITING |
+				       SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT);
 	if (conn->tx_urg && conn->tx_urg <= conn->tx_sent)
 		conn->tx_urg = 0;
 	if (cdc.inline_len)
@@ -357,18 +304,19 @@ static void smr_tx_push_unlock(struct smr_sock *smr)
 	__releases(&smr->conn.lock)
 {
 	struct smr_conn *conn = &smr->conn;
-	bool fin_was_sent = conn->tx_fin_sent;
+	u8 sent_before = conn->tx_flags;
 	bool put, fin_now;
 
+	lockdep_assert_held(&conn->lock);
 	smr_tx_push_locked(smr);
-	fin_now = !fin_was_sent && conn->tx_fin_sent;
-	put = smr_conn_done_locked(conn);
+	fin_now = ~sent_before & conn->tx_flags & SMR_CDC_F_DONE_WRITING;
+	put = smr_close_done_locked(conn);
 	spin_unlock_bh(&conn->lock);
 	/* a lingering close() waits for the FIN, which may have waited for room */
 	if (fin_now)
 		smr_conn_wake(smr, EPOLLOUT);
 	if (put)
-		smr_conn_put_hold(smr);
+		smr_close_put_hold(smr);
 }
 
 /* Any context. */
@@ -382,7 +330,7 @@ void smr_tx_push(struct smr_sock *smr)
  * Whether a writer waiting for room (SOCK_NOSPACE) may go on: a third of
  * the ring free, as TCP wakes writers and pollers, or for a ring about to
  * grow, an empty one (it is swapped empty). Wakers clear SOCK_NOSPACE only
- * when this holds (smr_conn_write_space()): one that cleared it on any
+ * when this holds (smr_tx_write_space()): one that cleared it on any
  * other event would leave a writer that checked just before asleep with
  * nobody left to wake it. Room only grows until the writer adds bytes, so
  * once true this stays true for it. Caller holds conn->lock.
@@ -392,13 +340,32 @@ bool smr_tx_writable_locked(const struct smr_conn *conn)
 	u64 used, free;
 
 	lockdep_assert_held(&conn->lock);
-	if (conn->reset || !conn->sndbuf)
+	if (smr_conn_is_reset(conn) || !conn->sndbuf)
 		return true;
 	used = conn->tx_prod - conn->tx_done;
 	if (conn->tx_grow)
 		return !used;
 	free = conn->sndbuf->size - used;
 	return free && free >= used / 2;
+}
+
+/*
+ * A writer or poller waiting for room (SOCK_NOSPACE) is woken once there
+ * is enough (smr_tx_writable_locked() says why only then); completions and
+ * consumer updates are no event otherwise. Any context, no lock held.
+ */
+void smr_tx_write_space(struct smr_sock *smr)
+{
+	struct socket *sock = READ_ONCE(smr->sk.sk_socket);
+	bool writable;
+
+	if (!sock || !test_bit(SOCK_NOSPACE, &sock->flags))
+		return;
+	spin_lock_bh(&smr->conn.lock);
+	writable = smr_tx_writable_locked(&smr->conn);
+	spin_unlock_bh(&smr->conn.lock);
+	if (writable && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
+		smr_conn_wake(smr, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
 }
 
 static bool smr_tx_writable(struct smr_conn *conn)
@@ -424,6 +391,7 @@ static u32 smr_tx_grow_size(struct smr_sock *smr)
 	struct smr_conn *conn = &smr->conn;
 	u32 want;
 
+	sock_owned_by_me(&smr->sk);
 	if (conn->tx_grown || !conn->sndbuf ||
 	    (smr->tcp->sk->sk_userlocks & SOCK_SNDBUF_LOCK))
 		return 0;
@@ -454,7 +422,7 @@ static void smr_tx_grow(struct smr_sock *smr)
 	conn->tx_grown = true;
 	if (!want || !link)
 		return;
-	bigger = smr_buf_get(link, smr_link_pool(link), want, false);
+	bigger = smr_buf_get(smr_link_pool(link), want, false);
 	if (!bigger)
 		return;
 	if (bigger->size <= old->size ||
@@ -472,8 +440,10 @@ static void smr_tx_grow(struct smr_sock *smr)
 }
 
 /*
- * The reason a send cannot go on (negative errno), or 0. Caller holds
- * conn->lock.
+ * The reason a send cannot go on (negative errno), or 0. A pending error
+ * is -EPIPE here and stays pending: a send that copied bytes returns them,
+ * and the error is the next call's (sk_stream_error()), as with TCP.
+ * Caller holds conn->lock.
  */
 static int smr_tx_check(struct smr_sock *smr)
 {
@@ -482,16 +452,62 @@ static int smr_tx_check(struct smr_sock *smr)
 
 	lockdep_assert_held(&conn->lock);
 	if (READ_ONCE(sk->sk_err))
-		return sock_error(sk) ?: -EPIPE;
-	if (conn->reset || !conn->sndbuf || conn->tx_fin ||
+		return -EPIPE;
+	/* reset, shut, closed or over: only ACTIVE takes bytes */
+	if (conn->state != SMR_CONN_ACTIVE || !conn->sndbuf ||
 	    (sk->sk_shutdown & SEND_SHUTDOWN))
 		return -EPIPE;
 	/*
 	 * The peer's socket is gone. TCP would send these bytes and draw a
 	 * reset, which in CLOSE_WAIT reads as EPIPE: take them, and reset.
 	 */
-	if (conn->rx_final)
+	if (smr_conn_peer_final(conn))
 		return -ESHUTDOWN;
+	return 0;
+}
+
+/*
+ * The ring is full, or about to grow: mark the writer waiting, push what
+ * is in it and wait for room. 0 to look again, or the errno that ends the
+ * send. Sock lock held (dropped while asleep).
+ */
+static int smr_tx_wait_room(struct smr_sock *smr, bool grow, long *timeo)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
+
+	sock_owned_by_me(sk);
+	if (!grow && smr_tx_grow_size(smr)) {
+		spin_lock_bh(&conn->lock);
+		conn->tx_grow = true;
+		spin_unlock_bh(&conn->lock);
+	}
+	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+	smr_tx_push(smr);
+	if (!*timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(*timeo);
+	smr_wait_event(sk, timeo, smr_tx_writable(conn) ||
+		       READ_ONCE(sk->sk_err));
+	return 0;
+}
+
+/*
+ * Copy @n bytes of @msg into the send ring at byte count @prod (two pieces
+ * at its wrap), into space no posted WRITE reads. Sock lock held.
+ */
+static int smr_tx_copy_in(struct smr_buf *sndbuf, u64 prod,
+			  struct msghdr *msg, u32 n)
+{
+	u32 off = prod & (sndbuf->size - 1);
+	u32 first = min_t(u32, n, sndbuf->size - off);
+
+	if (copy_from_iter(sndbuf->cpu + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (n > first &&
+	    copy_from_iter(sndbuf->cpu, n - first, &msg->msg_iter) != n - first)
+		return -EFAULT;
 	return 0;
 }
 
@@ -509,8 +525,8 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 	while (copied < len) {
 		struct smr_buf *sndbuf;
 		u64 prod, space;
-		u32 off, n, first;
 		bool empty, grow;
+		u32 n;
 
 		spin_lock_bh(&conn->lock);
 		err = smr_tx_check(smr);
@@ -520,10 +536,9 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		empty = prod == conn->tx_done;
 		grow = conn->tx_grow;
 		if (err == -ESHUTDOWN) {
-			smr_conn_reset_locked(smr, EPIPE);
+			smr_close_reset_locked(smr, EPIPE, SMR_ABORT_PEER);
 			spin_unlock_bh(&conn->lock);
-			smr->sk.sk_error_report(&smr->sk);
-			smr_conn_wake(smr, EPOLLERR | EPOLLHUP);
+			smr_close_notify(smr, EPOLLERR | EPOLLHUP, true);
 			copied = len;
 			err = 0;
 			break;
@@ -538,37 +553,16 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		}
 		/* a ring about to grow takes no more bytes until it is empty */
 		if (!space || grow) {
-			if (!grow && smr_tx_grow_size(smr)) {
-				spin_lock_bh(&conn->lock);
-				conn->tx_grow = true;
-				spin_unlock_bh(&conn->lock);
-			}
-			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-			smr_tx_push(smr);
-			if (!timeo) {
-				err = -EAGAIN;
+			err = smr_tx_wait_room(smr, grow, &timeo);
+			if (err)
 				break;
-			}
-			if (signal_pending(current)) {
-				err = sock_intr_errno(timeo);
-				break;
-			}
-			smr_wait_event(sk, &timeo, smr_tx_writable(conn) ||
-				       READ_ONCE(sk->sk_err));
 			continue;
 		}
 
 		n = min_t(u64, space, len - copied);
-		off = prod & (sndbuf->size - 1);
-		first = min_t(u32, n, sndbuf->size - off);
-		if (copy_from_iter(sndbuf->cpu + off, first, &msg->msg_iter) !=
-		    first ||
-		    (n > first &&
-		     copy_from_iter(sndbuf->cpu, n - first, &msg->msg_iter) !=
-		     n - first)) {
-			err = -EFAULT;
+		err = smr_tx_copy_in(sndbuf, prod, msg, n);
+		if (err)
 			break;
-		}
 
 		/* and push (MSG_MORE / cork: held unless full), one lock */
 		spin_lock_bh(&conn->lock);
@@ -585,41 +579,37 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		atomic64_add(copied, &smr->bytes_sent);
 		return copied;
 	}
-	if (err == -EPIPE && !(msg->msg_flags & MSG_NOSIGNAL))
-		send_sig(SIGPIPE, current, 0);
-	return err;
+	/* the pending error if there is one, else EPIPE and SIGPIPE */
+	return sk_stream_error(sk, msg->msg_flags, err);
 }
 
-/* shutdown(SHUT_WR): EOF after what was written. */
-int smr_tx_shutdown(struct smr_sock *smr)
+/* Every byte and the EOF are in the peer's RMB, or never will be. */
+static bool smr_tx_all_sent(const struct smr_conn *conn)
 {
-	struct smr_conn *conn = &smr->conn;
-
-	spin_lock_bh(&conn->lock);
-	conn->tx_fin = true;
-	spin_unlock_bh(&conn->lock);
-	smr_tx_push(smr);
-	return 0;
+	return smr_conn_is_reset(conn) || !READ_ONCE(conn->link) ||
+	       (READ_ONCE(conn->tx_done) == READ_ONCE(conn->tx_prod) &&
+		READ_ONCE(conn->tx_flags) & SMR_CDC_F_DONE_WRITING);
 }
 
-/* SO_LINGER: wait until every byte was written into the peer's RMB. */
+/*
+ * SO_LINGER: wait until every byte was written into the peer's RMB. Sock
+ * lock held (dropped while asleep).
+ */
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
 
+	sock_owned_by_me(sk);
 	while (timeo && !signal_pending(current)) {
 		bool done;
 
 		spin_lock_bh(&conn->lock);
-		done = conn->reset || !conn->link ||
-		       (conn->tx_done == conn->tx_prod && conn->tx_fin_sent);
+		done = smr_tx_all_sent(conn);
 		spin_unlock_bh(&conn->lock);
 		if (done)
 			return 0;
-		smr_wait_event(sk, &timeo, conn->reset || !conn->link ||
-			       (conn->tx_done == conn->tx_prod &&
-				conn->tx_fin_sent));
+		smr_wait_event(sk, &timeo, smr_tx_all_sent(conn));
 	}
 	return -EAGAIN;
 }

@@ -3,7 +3,8 @@
  * SMR wire formats: parse and build the TCP option, the handshake
  * messages, the RDMA link's rdma_cm private data, and the CDC and link
  * messages described in Documentation/protocol.rst; tell the two kinds of
- * SEND apart, and convert the CDC's ring cursors to and from byte counts.
+ * SEND apart, convert the CDC's ring cursors to and from byte counts, and
+ * check a received CDC against its connection's cursor rules.
  *
  * Built into the module and, unchanged, into userspace unit tests and a
  * libFuzzer target, so it uses nothing but wire.h: no kernel or libc
@@ -637,6 +638,49 @@ int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
 	if (count < prev || count > max)
 		return -SMR_WIRE_EFIELD;
 	*out = count;
+	return 0;
+}
+
+/* ---- CDC receipt ---- */
+
+int smr_cdc_validate(const struct smr_cdc *cdc,
+		     const struct smr_cdc_rx_view *v,
+		     struct smr_cdc_rx_counts *out)
+{
+	struct smr_cdc_rx_counts c;
+	u16 ahead = (u16)(cdc->seq - v->rx_seq);
+
+	/* serial arithmetic: 1..0x7fff ahead is newer, the rest is not */
+	if (v->rx_seq_valid && (ahead == 0 || ahead & 0x8000))
+		return SMR_CDC_STALE;
+	if (v->peer_final)
+		return -SMR_WIRE_ESTATE;
+
+	__builtin_memset(&c, 0, sizeof(c));
+	/* the peer may fill our RMB up to what we read plus its size */
+	if (smr_cursor_to_count(&cdc->prod, v->rmb_size, v->rx_prod,
+				v->rx_cons + v->rmb_size, &c.prod))
+		return -SMR_WIRE_EFIELD;
+	if (v->peer_done && c.prod != v->rx_prod)
+		return -SMR_WIRE_EFIELD;
+	/* inline data: the last bytes of what this CDC makes readable */
+	if (cdc->inline_len > c.prod - v->rx_prod)
+		return -SMR_WIRE_EFIELD;
+	/* it may have read only what we wrote */
+	if (v->peer_rmb_size) {
+		if (smr_cursor_to_count(&cdc->cons, v->peer_rmb_size,
+					v->tx_peer_cons, v->tx_sent, &c.cons))
+			return -SMR_WIRE_EFIELD;
+	} else if (cdc->cons.wrap || cdc->cons.count) {
+		return -SMR_WIRE_EFIELD;
+	}
+	/* the urgent byte lies in what this CDC makes readable */
+	if (cdc->flags & SMR_CDC_F_URGENT &&
+	    (c.prod == v->rx_cons ||
+	     smr_cursor_to_count(&cdc->urg, v->rmb_size, v->rx_cons,
+				 c.prod - 1, &c.urg)))
+		return -SMR_WIRE_EFIELD;
+	*out = c;
 	return 0;
 }
 

@@ -146,6 +146,7 @@ enum smr_wire_err {
 	SMR_WIRE_EFIELD		= 7,	/* a field out of range / reserved set */
 	SMR_WIRE_ETOKEN		= 8,	/* token zero or echo mismatch */
 	SMR_WIRE_EOPTION	= 9,	/* malformed TCP option area */
+	SMR_WIRE_ESTATE		= 10,	/* not allowed now: a CDC after the final */
 };
 
 /*
@@ -267,6 +268,53 @@ void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf);
 void smr_cursor_from_count(u64 count, u32 size, struct smr_cdc_cursor *c);
 int smr_cursor_to_count(const struct smr_cdc_cursor *c, u32 size, u64 prev,
 			u64 max, u64 *out);
+
+/*
+ * ---- CDC receipt: the cursor rules ----
+ *
+ * What the receiver of a CDC knows of its connection, host order. Counts
+ * are 64-bit byte counts that only grow (see smr_cursor_to_count()).
+ */
+struct smr_cdc_rx_view {
+	u32	rmb_size;	/* our RMB, the peer writes into it: power of two */
+	u32	peer_rmb_size;	/* the peer's RMB; 0 until we know it */
+	u64	rx_prod;	/* bytes the peer wrote into our RMB so far */
+	u64	rx_cons;	/* bytes we read from it */
+	u64	tx_sent;	/* bytes we wrote into the peer's RMB */
+	u64	tx_peer_cons;	/* bytes the peer read from its RMB so far */
+	u16	rx_seq;		/* the last sequence number taken */
+	u8	rx_seq_valid;	/* rx_seq is set: a CDC was taken */
+	u8	peer_done;	/* the peer sent DONE_WRITING: no byte after rx_prod */
+	u8	peer_final;	/* the peer sent CLOSED or ABORT: nothing follows */
+};
+
+/* The cursors of a CDC that passed smr_cdc_validate(), as byte counts. */
+struct smr_cdc_rx_counts {
+	u64	prod;		/* rx_prod <= prod <= rx_cons + rmb_size */
+	u64	cons;		/* tx_peer_cons <= cons <= tx_sent */
+	u64	urg;		/* with SMR_CDC_F_URGENT: rx_cons <= urg < prod */
+};
+
+/* smr_cdc_validate(): a sequence number already taken; not an error */
+#define SMR_CDC_STALE		1
+
+/*
+ * Check a parsed CDC against what its receiver knows: the rules of
+ * protocol.rst, in this order. Its sequence number must be newer than
+ * @v->rx_seq (serial arithmetic), else SMR_CDC_STALE: ignore it. Nothing
+ * may follow the peer's final: -SMR_WIRE_ESTATE. Then -SMR_WIRE_EFIELD
+ * for: a producer cursor behind rx_prod or past rx_cons + rmb_size (the
+ * peer may fill the RMB up to what we read), or moved after DONE_WRITING;
+ * more inline data than the bytes it makes readable; a consumer cursor
+ * behind tx_peer_cons or past tx_sent (only what we wrote can be read),
+ * or non-zero before we know the peer's RMB; an urgent byte outside the
+ * readable bytes [rx_cons, prod). Returns 0 and @out filled when the CDC
+ * may be applied; @out is written only then. A CDC refused with an error
+ * resets its connection.
+ */
+int smr_cdc_validate(const struct smr_cdc *cdc,
+		     const struct smr_cdc_rx_view *v,
+		     struct smr_cdc_rx_counts *out);
 
 /* ---- link messages: IB SENDs on the link's QP that are not CDCs ---- */
 #define SMR_LMSG_MAGIC		0x534d524bu	/* "SMRK" */

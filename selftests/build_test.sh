@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build-host tests (TAP): the module builds warning-free with W=1 and sparse
 # on every supported kernel, checkpatch --strict is clean, the uapi header
-# stands alone in userspace, and the module carries what users rely on.
+# stands alone in userspace, the module carries what users rely on, its
+# layers depend one way, and only the test build has the test hooks.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -22,7 +23,7 @@ tap() { # tap OK|FAIL description [log]
 }
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..9"
 
 # W=1 and sparse (C=2 checks every file) per kernel; any warning fails.
 # rt (PREEMPT_RT changes lock types and config options, not just timing)
@@ -66,12 +67,40 @@ else
 	tap FAIL "smr.ko for $ver has vermagic, family parameter and GPL license" "$log"
 fi
 
+# The layers depend one way (Documentation/design.rst, "Layers"): every
+# call, variable and include goes to the same or a lower layer, no file
+# calls back into one that calls it.
+log=$tmp/layers.log
+if scripts/dev/callgraph --check-layers "build/kernels/$ver/kernel" >"$log" 2>&1 &&
+   grep -q '^cycles: none' "$log"; then
+	tap OK "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)"
+else
+	tap FAIL "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)" "$log"
+fi
+
+# Test hooks are only in the test build (SMR_TEST_HOOKS=1), which the test
+# suites boot: the product module must not even have their parameters.
+log=$tmp/hooks.log
+if scripts/build-copy --test 6.12 W=1 C=2 >"$log" 2>&1 && ! grep -qE 'warning:|error:' "$log" &&
+   modinfo -F parm "build/kernels/$ver-test/kernel/smr.ko" >"$tmp/parm-test" 2>>"$log" &&
+   grep -q '^fault_cdc:' "$tmp/parm-test" &&
+   modinfo -F parm "$ko" >"$tmp/parm-product" 2>>"$log" &&
+   grep -q '^family:' "$tmp/parm-product" && ! grep -q '^fault_cdc:' "$tmp/parm-product"; then
+	tap OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not"
+else
+	{ echo "test module parameters:"; cat "$tmp/parm-test" 2>/dev/null
+	  echo "product module parameters:"; cat "$tmp/parm-product" 2>/dev/null; } >>"$log"
+	tap FAIL "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not" "$log"
+fi
+
 # the in-tree build (what the guests load) must match the sources
 log=$tmp/intree.log
-if make -s modules >"$log" 2>&1 && [ kernel/smr.ko -nt kernel/af_smr.c ]; then
-	tap OK "in-tree kernel/smr.ko is up to date"
+if make -s modules >"$log" 2>&1 && [ kernel/smr.ko -nt kernel/af_smr.c ] &&
+   modinfo -F parm kernel/smr.ko >"$tmp/parm-intree" 2>>"$log" &&
+   ! grep -q '^fault_cdc:' "$tmp/parm-intree"; then
+	tap OK "in-tree kernel/smr.ko is up to date and has no test hook"
 else
-	tap FAIL "in-tree kernel/smr.ko is up to date" "$log"
+	tap FAIL "in-tree kernel/smr.ko is up to date and has no test hook" "$log"
 fi
 
 [ "$fails" -eq 0 ]

@@ -14,8 +14,10 @@
 #
 # Until the kernel has an RDMA data path, these tests fail (with the reason).
 #
-# Needs smr.ko built for the guests' kernel (make; see vm-run --kernel and
-# SMR_VM_KERNEL) on this host; builds build/rdma/ itself.
+# Needs smr.ko built for the guests' kernel (see vm-run --kernel and
+# SMR_VM_KERNEL) on this host, the test module (make modules-test: case
+# hostile uses its fault_cdc hook; run_tests.sh sets SMR_VM_MODULE=test,
+# which vm-run reads); builds build/rdma/ itself.
 # Environment:
 #   SMR_EXPECT_MODE=rdma|tcp   the mode every data connection must be in
 #       (default rdma). tcp checks the checker against a module without

@@ -21,6 +21,10 @@
 # kernel not built) fails the run before anything boots, and never falls
 # back to another. On the debug kernel (KASAN and lockdep under TCG are
 # several times slower) the suites' vm-run timeouts default to an hour.
+# The guests load the test module (vm-run --module test: the build with the
+# hooks only tests use, e.g. fault_cdc; make modules-test, scripts/build-copy
+# --test NAME), unless SMR_VM_MODULE says otherwise; the build suite checks
+# that the product module has none of them.
 set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -127,6 +131,7 @@ if [ ${#suites[@]} = 0 ]; then
 fi
 
 export SMR_VM_SMP=${SMR_VM_SMP:-2}
+export SMR_VM_MODULE=${SMR_VM_MODULE:-test}
 read -ra kernels <<<"${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-6.12}}"
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.12)
 
@@ -141,7 +146,7 @@ use_kernel() {
 		failures+=("kernel $1")
 		return 1
 	fi
-	echo "=== guests: kernel $rel (--kernel $1), $SMR_VM_SMP vCPU(s) each"
+	echo "=== guests: kernel $rel (--kernel $1), $SMR_VM_MODULE module, $SMR_VM_SMP vCPU(s) each"
 	case $rel in
 	*-smr-debug-*)
 		export SMR_VM_TIMEOUT=${SMR_VM_TIMEOUT:-3600}

@@ -70,7 +70,7 @@ smr_guest_ok() {
 }
 
 echo "TAP version 13"
-echo "1..57"
+echo "1..63"
 [ ${#smr_opts[@]} -eq 0 ] || echo "# no smr.ko for the guests' kernel: guests run ${smr_opts[*]}"
 
 # --- kernel names (no boot): scripts/kernel-release through vm-run
@@ -112,7 +112,10 @@ smr_tap $? "--kernel debug without a built debug kernel fails (status 2), says m
 smr_tap $((! ($? == 2))) "a kernel that is not installed is rejected with status 2"
 
 # --- module choice (no boot): a scratch checkout with stand-in modules
-# whose only content is a vermagic
+# whose only content is a vermagic; the product module unless a check asks
+# for the test module (run_tests.sh exports SMR_VM_MODULE=test)
+saved_module=${SMR_VM_MODULE-}
+export SMR_VM_MODULE=product
 fake=$tmp/fake
 mkdir -p "$fake/scripts" "$fake/kernel"
 cp "$repo"/scripts/{vm-run,kernel-release,debug-kernel} "$fake/scripts/"
@@ -156,6 +159,30 @@ smr_check "kernel/smr.ko comes first when it matches" \
 "$fake/scripts/vm-run" --kernel 6.12 --dry-run >/dev/null 2>"$tmp/noko612.err"
 grep -qF "run 'make' first" "$tmp/noko612.err"
 smr_tap $? "no smr.ko for 6.12: says to run make"
+smr_fake_ko "$fake/build/kernels/$k612-test/kernel/smr.ko" "$k612"
+smr_check "--module test picks build/kernels/RELEASE-test/kernel/smr.ko (build-copy --test's)" \
+	smr_ko_is "$fake/build/kernels/$k612-test/kernel/smr.ko" --kernel 6.12 --module test
+got=$(SMR_VM_MODULE=test "$fake/scripts/vm-run" --kernel 6.12 --dry-run 2>/dev/null | sed -n 's/^smr_ko=//p')
+[ "$got" = "$fake/build/kernels/$k612-test/kernel/smr.ko" ]
+smr_tap $? "SMR_VM_MODULE=test does the same"
+smr_check "without --module the product module is used" \
+	smr_ko_is "$fake/kernel/smr.ko" --kernel 6.1
+"$fake/scripts/vm-run" --kernel 6.1 --module test --dry-run >/dev/null 2>"$tmp/notest.err"
+rc=$?
+[ "$rc" = 2 ] && grep -qF "no test smr.ko built for kernel $k61" "$tmp/notest.err" &&
+	grep -qF "run 'scripts/build-copy --test 6.1' first" "$tmp/notest.err"
+smr_tap $? "--module test without a test build for 6.1: status 2, says to run scripts/build-copy --test 6.1"
+rm -f "$fake/build/kernels/$k612-test/kernel/smr.ko"
+"$fake/scripts/vm-run" --kernel 6.12 --module test --dry-run >/dev/null 2>"$tmp/notest612.err"
+grep -qF "run 'make modules-test' first" "$tmp/notest612.err"
+smr_tap $? "--module test without a test build for 6.12: says to run make modules-test"
+"$fake/scripts/vm-run" --module debug --dry-run >/dev/null 2>&1
+smr_tap $((! ($? == 2))) "an unknown --module is rejected with status 2"
+if [ -n "$saved_module" ]; then
+	export SMR_VM_MODULE=$saved_module
+else
+	unset SMR_VM_MODULE
+fi
 "$vm_run" --dry-run --no-smr >"$tmp/dry.out" 2>&1
 grep -q '^append=.*panic_on_warn=1' "$tmp/dry.out" &&
 	grep -q '^append=.*sysctl.kernel.hung_task_timeout_secs=60' "$tmp/dry.out" &&

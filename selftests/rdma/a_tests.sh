@@ -587,7 +587,8 @@ case_inline() {
 }
 
 # hostile: A's module breaks one cursor rule in a data CDC (test hook
-# /sys/module/smr/parameters/fault_cdc, one rule per round). B must refuse
+# /sys/module/smr/parameters/fault_cdc, one rule per round: only the test
+# module has it, which run_tests.sh boots). B must refuse
 # that CDC: only that connection is reset (ECONNRESET on both ends, B's
 # conn_abort_bad_cdc and cdc_bad +1, A's conn_abort_peer +1), the link and
 # a connection held open on it live on, and the held one stays intact.
@@ -598,7 +599,7 @@ case_hostile() {
 	t_begin hostile
 	rm -f "$rel"
 	if [ ! -w "$fault" ]; then
-		t_fail "A: no test hook $fault"
+		t_fail "A: no test hook $fault (the guests must boot the test module: vm-run --module test, make modules-test)"
 		t_end
 		return
 	fi

@@ -32,7 +32,11 @@
  *  - smr_cursor_to_count() accepts exactly the cursors that name a byte
  *    count in [prev, max] (computed here in 128 bits), and on success
  *    smr_cursor_from_count() of the result gives back the cursor; on
- *    failure the output is untouched.
+ *    failure the output is untouched;
+ *  - smr_cdc_validate() gives the verdict of the cursor rules, in their
+ *    order, computed here independently (stale sequence, after the final,
+ *    producer, inline length, consumer, urgent byte), and what it accepts
+ *    lies inside both rings.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -485,6 +489,124 @@ static void fuzz_cursor(const uint8_t *data, size_t size)
 		fuzz_cursor_roundtrip(ring, prev, max);
 }
 
+/* smr_cursor_to_count()'s contract, computed in 128 bits */
+static int ref_count(const struct smr_cdc_cursor *c, uint32_t ring,
+		     uint64_t prev, uint64_t max, uint64_t *out)
+{
+	unsigned __int128 want;
+	uint64_t base;
+	int shift;
+
+	if (!ring || (ring & (ring - 1)) || c->count >= ring)
+		return 0;
+	shift = __builtin_ctz(ring);
+	base = prev >> shift;
+	want = ((unsigned __int128)base + (uint32_t)(c->wrap - (uint32_t)base)) *
+	       ring + c->count;
+	if (want < prev || want > max)
+		return 0;
+	*out = (uint64_t)want;
+	return 1;
+}
+
+/*
+ * A receiver's view and a CDC from the input's first 56 bytes
+ * (zero-padded): ring sizes (byte 0: our RMB 2^(14 + low nibble), the
+ * peer's 2^(14 + high nibble) or 0 when that is 0xf), booleans (byte 1:
+ * seq valid, peer done, peer final, urgent flag; 0x10/0x20/0x40: the
+ * producer/consumer/urgent cursor is made from a count near the valid
+ * range instead of raw bytes), sequence numbers, cursors and counts.
+ * smr_cdc_validate() must give the verdict of the rules in their order,
+ * computed here independently, and write @out exactly when it returns 0.
+ */
+static void fuzz_cdc_validate(const uint8_t *data, size_t size)
+{
+	const uint64_t sentinel = 0x5a5a5a5a5a5a5a5aull;
+	struct smr_cdc_rx_counts out = { sentinel, sentinel, sentinel };
+	struct smr_cdc_rx_view v;
+	struct smr_cdc c;
+	uint8_t in[56] = { 0 };
+	uint64_t prod = 0, cons = 0, urg = 0;
+	uint16_t ahead;
+	int want, err;
+
+	memcpy(in, data, size < sizeof(in) ? size : sizeof(in));
+	memset(&v, 0, sizeof(v));
+	memset(&c, 0, sizeof(c));
+	v.rmb_size = 1u << (14 + (in[0] & 15));
+	v.peer_rmb_size = (in[0] >> 4) == 15 ? 0 : 1u << (14 + (in[0] >> 4));
+	v.rx_seq_valid = in[1] & 1;
+	v.peer_done = !!(in[1] & 2);
+	v.peer_final = !!(in[1] & 4);
+	c.flags = in[1] & 8 ? SMR_CDC_F_URGENT : 0;
+	v.rx_seq = get_be16(in + 2);
+	c.seq = get_be16(in + 4);
+	v.rx_cons = get_be64(in + 6);
+	v.rx_prod = v.rx_cons + get_be32(in + 14) % ((uint64_t)v.rmb_size + 1);
+	if (v.rx_prod < v.rx_cons)
+		return;		/* past 2^64 bytes: no connection gets there */
+	v.tx_peer_cons = get_be64(in + 18);
+	v.tx_sent = v.tx_peer_cons +
+		    get_be32(in + 26) % ((uint64_t)v.peer_rmb_size + 1);
+	if (v.tx_sent < v.tx_peer_cons || (!v.peer_rmb_size && v.tx_sent))
+		return;
+	c.prod.wrap = get_be32(in + 30);
+	c.prod.count = get_be32(in + 34);
+	c.cons.wrap = get_be32(in + 38);
+	c.cons.count = get_be32(in + 42);
+	c.urg.wrap = get_be32(in + 46);
+	c.urg.count = get_be32(in + 50);
+	c.inline_len = get_be16(in + 54) % (SMR_CDC_INLINE_MAX + 1);
+	if (in[1] & 0x10)
+		smr_cursor_from_count(v.rx_prod + c.prod.count % (2ull * v.rmb_size),
+				      v.rmb_size, &c.prod);
+	if (in[1] & 0x20 && v.peer_rmb_size)
+		smr_cursor_from_count(v.tx_peer_cons + c.cons.count %
+				      (2ull * v.peer_rmb_size),
+				      v.peer_rmb_size, &c.cons);
+	if (in[1] & 0x40)
+		smr_cursor_from_count(v.rx_cons + c.urg.count % (2ull * v.rmb_size),
+				      v.rmb_size, &c.urg);
+
+	/* the rules, in protocol.rst's order */
+	ahead = (uint16_t)(c.seq - v.rx_seq);
+	if (v.rx_seq_valid && (ahead == 0 || ahead >= 0x8000))
+		want = SMR_CDC_STALE;
+	else if (v.peer_final)
+		want = -SMR_WIRE_ESTATE;
+	else if (!ref_count(&c.prod, v.rmb_size, v.rx_prod,
+			    v.rx_cons + v.rmb_size, &prod) ||
+		 (v.peer_done && prod != v.rx_prod) ||
+		 c.inline_len > prod - v.rx_prod)
+		want = -SMR_WIRE_EFIELD;
+	else if (v.peer_rmb_size ?
+		 !ref_count(&c.cons, v.peer_rmb_size, v.tx_peer_cons,
+			    v.tx_sent, &cons) :
+		 c.cons.wrap || c.cons.count)
+		want = -SMR_WIRE_EFIELD;
+	else if (c.flags & SMR_CDC_F_URGENT &&
+		 (prod == v.rx_cons ||
+		  !ref_count(&c.urg, v.rmb_size, v.rx_cons, prod - 1, &urg)))
+		want = -SMR_WIRE_EFIELD;
+	else
+		want = 0;
+
+	err = smr_cdc_validate(&c, &v, &out);
+	expect(err == want);
+	if (err) {
+		expect(out.prod == sentinel && out.cons == sentinel &&
+		       out.urg == sentinel);
+		return;
+	}
+	expect(out.prod == prod && out.cons == cons && out.urg == urg);
+	/* what it accepts is inside the rings */
+	expect(v.rx_prod <= out.prod && out.prod <= v.rx_cons + v.rmb_size);
+	expect(v.tx_peer_cons <= out.cons && out.cons <= v.tx_sent);
+	expect(c.inline_len <= out.prod - v.rx_prod);
+	if (c.flags & SMR_CDC_F_URGENT)
+		expect(v.rx_cons <= out.urg && out.urg < out.prod);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -500,5 +622,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_cm_priv(data, size);
 	fuzz_cm_priv_build(data, size);
 	fuzz_cursor(data, size);
+	fuzz_cdc_validate(data, size);
 	return 0;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for kernel/wire.c, the SMR option, handshake, rdma_cm private
- * data, CDC and link message parser and the ring cursor conversions, built
+ * data, CDC and link message parser, the ring cursor conversions and the
+ * CDC receipt's cursor rules (smr_cdc_validate()), built
  * for userspace with ASan/UBSan and run under the kselftest harness (TAP).
  *
  * Golden byte vectors are written out by hand from
@@ -2588,6 +2589,228 @@ TEST(msg_kind_magic_each_bit)
 	}
 }
 
+/* ---- CDC receipt: smr_cdc_validate() ---- */
+
+#define OUT_POISON	0x5a5a5a5a5a5a5a5aull
+
+/* A receiver with 64 KiB rings both ways, 1000 bytes written to the peer. */
+static struct smr_cdc_rx_view rx_view(void)
+{
+	struct smr_cdc_rx_view v;
+
+	memset(&v, 0, sizeof(v));
+	v.rmb_size = 64 * KIB;
+	v.peer_rmb_size = 64 * KIB;
+	v.tx_sent = 1000;
+	return v;
+}
+
+/* A CDC for @v naming byte counts @prod and @cons, sequence number 1. */
+static struct smr_cdc rx_cdc(const struct smr_cdc_rx_view *v, uint64_t prod,
+			     uint64_t cons)
+{
+	struct smr_cdc c;
+
+	memset(&c, 0, sizeof(c));
+	c.seq = 1;
+	c.token = CDC_TOKEN;
+	smr_cursor_from_count(prod, v->rmb_size, &c.prod);
+	if (v->peer_rmb_size)
+		smr_cursor_from_count(cons, v->peer_rmb_size, &c.cons);
+	return c;
+}
+
+/* smr_cdc_validate(), checking @out is left alone unless it returns 0 */
+static int validate(const struct smr_cdc *c, const struct smr_cdc_rx_view *v,
+		    struct smr_cdc_rx_counts *out)
+{
+	struct smr_cdc_rx_counts got = { OUT_POISON, OUT_POISON, OUT_POISON };
+	int ret = smr_cdc_validate(c, v, &got);
+
+	if (ret && (got.prod != OUT_POISON || got.cons != OUT_POISON ||
+		    got.urg != OUT_POISON))
+		return -1000;	/* written on failure */
+	if (!ret && out)
+		*out = got;
+	return ret;
+}
+
+TEST(cdc_validate_accepts)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c = rx_cdc(&v, 100, 500);
+	struct smr_cdc_rx_counts out;
+
+	ASSERT_EQ(0, validate(&c, &v, &out));
+	ASSERT_EQ(100, out.prod);
+	ASSERT_EQ(500, out.cons);
+	ASSERT_EQ(0, out.urg);
+	/* nothing new at all is fine too (a consumer update) */
+	c = rx_cdc(&v, 0, 0);
+	ASSERT_EQ(0, validate(&c, &v, &out));
+	ASSERT_EQ(0, out.prod);
+	/* counts far into the stream, the wrap counter wrapped */
+	v.rx_prod = 0xffffffffull * v.rmb_size + 10;
+	v.rx_cons = v.rx_prod - 5;
+	v.tx_peer_cons = 7ull << 40;
+	v.tx_sent = v.tx_peer_cons + 9;
+	c = rx_cdc(&v, v.rx_cons + v.rmb_size, v.tx_sent);
+	ASSERT_EQ(0, validate(&c, &v, &out));
+	ASSERT_EQ(v.rx_cons + v.rmb_size, out.prod);
+	ASSERT_EQ(v.tx_sent, out.cons);
+}
+
+TEST(cdc_validate_sequence)
+{
+	static const struct {
+		uint16_t last, seq;
+		int stale;
+	} cases[] = {
+		{ 10, 11, 0 }, { 10, 10, 1 }, { 10, 9, 1 },
+		{ 10, 10 + 0x7fff, 0 }, { 10, 10 + 0x8000, 1 },
+		{ 0xffff, 0, 0 }, { 0, 0xffff, 1 }, { 0x8000, 0, 1 },
+	};
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c = rx_cdc(&v, 100, 0);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		v.rx_seq_valid = 1;
+		v.rx_seq = cases[i].last;
+		c.seq = cases[i].seq;
+		EXPECT_EQ(cases[i].stale ? SMR_CDC_STALE : 0,
+			  validate(&c, &v, NULL)) TH_LOG("case %zu", i);
+		/* the first CDC of a connection takes any number */
+		v.rx_seq_valid = 0;
+		EXPECT_EQ(0, validate(&c, &v, NULL)) TH_LOG("case %zu", i);
+	}
+}
+
+TEST(cdc_validate_nothing_after_final)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c = rx_cdc(&v, 0, 0);
+
+	v.peer_final = 1;
+	ASSERT_EQ(-SMR_WIRE_ESTATE, validate(&c, &v, NULL));
+	/* a stale one is still only stale */
+	v.rx_seq_valid = 1;
+	v.rx_seq = c.seq;
+	ASSERT_EQ(SMR_CDC_STALE, validate(&c, &v, NULL));
+	/* the final outranks a broken cursor */
+	v.rx_seq_valid = 0;
+	c = rx_cdc(&v, v.rmb_size + 1, 0);
+	ASSERT_EQ(-SMR_WIRE_ESTATE, validate(&c, &v, NULL));
+}
+
+TEST(cdc_validate_producer)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c;
+
+	v.rx_prod = 3 * v.rmb_size + 100;
+	v.rx_cons = 3 * v.rmb_size;
+	/* up to what we read plus the ring, not a byte more */
+	c = rx_cdc(&v, v.rx_cons + v.rmb_size, 0);
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c = rx_cdc(&v, v.rx_cons + v.rmb_size + 1, 0);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* never backwards */
+	c = rx_cdc(&v, v.rx_prod - 1, 0);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* the offset in the ring is below its size */
+	c = rx_cdc(&v, v.rx_prod, 0);
+	c.prod.count = v.rmb_size;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* after DONE_WRITING not a byte more */
+	v.peer_done = 1;
+	c = rx_cdc(&v, v.rx_prod, 0);
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c = rx_cdc(&v, v.rx_prod + 1, 0);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+}
+
+TEST(cdc_validate_inline_data)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c;
+
+	v.rx_prod = 40;
+	v.rx_cons = 40;
+	c = rx_cdc(&v, 40 + SMR_CDC_INLINE_MAX, 0);
+	c.inline_len = SMR_CDC_INLINE_MAX;
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c = rx_cdc(&v, 40 + 10, 0);
+	c.inline_len = 10;
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c.inline_len = 11;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	c = rx_cdc(&v, 40, 0);
+	c.inline_len = 1;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+}
+
+TEST(cdc_validate_consumer)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc c;
+
+	v.tx_peer_cons = 200;
+	v.tx_sent = 900;
+	c = rx_cdc(&v, 0, 900);
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c = rx_cdc(&v, 0, 200);
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	/* more than we wrote, or backwards */
+	c = rx_cdc(&v, 0, 901);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	c = rx_cdc(&v, 0, 199);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* before the peer's RMB is known its cursor can only be zero */
+	v.peer_rmb_size = 0;
+	v.tx_peer_cons = 0;
+	v.tx_sent = 0;
+	c = rx_cdc(&v, 0, 0);
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+	c.cons.count = 1;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	c.cons.count = 0;
+	c.cons.wrap = 1;
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+}
+
+TEST(cdc_validate_urgent)
+{
+	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc_rx_counts out;
+	struct smr_cdc c;
+
+	v.rx_prod = 100;
+	v.rx_cons = 50;
+	c = rx_cdc(&v, 150, 0);
+	c.flags = SMR_CDC_F_URGENT;
+	/* anywhere in [rx_cons, prod) */
+	smr_cursor_from_count(50, v.rmb_size, &c.urg);
+	ASSERT_EQ(0, validate(&c, &v, &out));
+	ASSERT_EQ(50, out.urg);
+	smr_cursor_from_count(149, v.rmb_size, &c.urg);
+	ASSERT_EQ(0, validate(&c, &v, &out));
+	ASSERT_EQ(149, out.urg);
+	smr_cursor_from_count(150, v.rmb_size, &c.urg);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	smr_cursor_from_count(49, v.rmb_size, &c.urg);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* no readable byte at all: no urgent one either */
+	v.rx_cons = 100;
+	c = rx_cdc(&v, 100, 0);
+	c.flags = SMR_CDC_F_URGENT;
+	smr_cursor_from_count(100, v.rmb_size, &c.urg);
+	ASSERT_EQ(-SMR_WIRE_EFIELD, validate(&c, &v, NULL));
+	/* without the flag the field means nothing */
+	c.flags = 0;
+	c.urg.count = 0xffffffffu;
+	ASSERT_EQ(0, validate(&c, &v, NULL));
+}
+
 /* ---- seed corpus for the fuzzer, from the same reference bytes ---- */
 
 static int write_seed(const char *dir, const char *name, const void *data,
@@ -2623,6 +2846,23 @@ static const uint8_t cursor_top[] = {
 	0x7f, 0xff, 0xff, 0xff,			/* count */
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa,	/* prev */
 	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* max */
+};
+
+/*
+ * A receiver's view and CDC as wire_fuzz.c reads them (fuzz_cdc_validate()):
+ * 64 KiB rings, cursors made from counts in range, one urgent byte.
+ */
+static const uint8_t cdc_rx_urgent[56] = {
+	0x22, 0x79,				/* rings, bools */
+	0x00, 0x07, 0x00, 0x08,			/* rx_seq, seq */
+	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,	/* rx_cons */
+	0x00, 0x00, 0x10, 0x00,			/* rx_prod - rx_cons */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20, 0x00,	/* tx_peer_cons */
+	0x00, 0x00, 0x08, 0x00,			/* tx_sent - tx_peer_cons */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20, 0x00,	/* prod */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,	/* cons */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18, 0x00,	/* urg */
+	0x00, 0x10,				/* inline_len */
 };
 
 static int write_seeds(const char *dir)
@@ -2671,6 +2911,7 @@ static int write_seeds(const char *dir)
 	err |= write_seed(dir, "cm-priv-v1-padded", cm_v1_padded, sizeof(cm_v1_padded));
 	err |= write_seed(dir, "cursor-wrap", cursor_wrap, sizeof(cursor_wrap));
 	err |= write_seed(dir, "cursor-top", cursor_top, sizeof(cursor_top));
+	err |= write_seed(dir, "cdc-rx-urgent", cdc_rx_urgent, sizeof(cdc_rx_urgent));
 	err |= write_seed(dir, "opt-syn-offer", syn, sizeof(syn));
 	err |= write_seed(dir, "opt-synack-tfo-answer", synack, sizeof(synack));
 	err |= write_seed(dir, "app-http", http, sizeof(http) - 1);

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SMR: what the link layer's two files share: struct smr_link, its sizes,
+ * and link.c's functions that link_cm.c (rdma_cm setup, above it) calls.
+ * Nothing outside the link layer includes this.
+ */
+#ifndef _SMR_LINK_CORE_H
+#define _SMR_LINK_CORE_H
+
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+
+#include "buf.h"
+#include "link.h"
+#include "wire.h"
+
+#define SMR_LINK_SQ_DEPTH	256
+#define SMR_LINK_RQ_DEPTH	128	/* receives posted: the peer's credits */
+/* owed credits go back alone (a link message) once this many gathered */
+#define SMR_LINK_CREDIT_BATCH	(SMR_LINK_RQ_DEPTH / 8)
+/* a CDC leaves this many credits for a credit message */
+#define SMR_LINK_CREDITS_RESERVED	1
+#define SMR_LINK_WR_PER_CDC	3	/* up to two WRITEs and the CDC */
+/*
+ * CDC sends in flight; the rest of the send queue stays free for memory
+ * registrations and the keepalive, so they never wait on data.
+ */
+#define SMR_LINK_SQ_RESERVED	16
+#define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
+				 SMR_LINK_WR_PER_CDC)
+#define SMR_LINK_MSG_SIZE	192	/* per slot: a CDC and its inline data */
+/* message slots: CDC sends, receives, one credit message */
+#define SMR_LINK_MSGS		(SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH + 1)
+/* an idle peer is probed this often: a dead one fails the probe */
+#define SMR_LINK_KEEPALIVE	(5 * HZ)
+/*
+ * Sends outstanding this long with none completed: the peer is gone. Longer
+ * than the QP's own retries (7 x 1.07 s), which normally fail it first.
+ */
+#define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
+/*
+ * A link we connect that is not up this long fails, so that the next
+ * connection tries a new one: rdma_cm retries a lost request for minutes.
+ */
+#define SMR_LINK_SETUP_TIMEOUT	(10 * HZ)
+/*
+ * RC retransmissions of a lost packet before the QP fails (7 would mean
+ * "for ever" to rxe), and the ack timeout exponent between them
+ * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
+ */
+#define SMR_LINK_RETRY_COUNT	6
+#define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
+#define SMR_LINK_ACK_TIMEOUT	18
+
+struct smr_cdc_slot {
+	struct ib_cqe		cqe;
+	struct list_head	node;		/* on free_slots */
+	struct smr_link_user	*user;		/* holds its owner while posted */
+	u64			tx_pos;		/* tx_sent once this completes */
+	unsigned int		nr_wr;
+	u8			*msg;
+	u64			dma;
+};
+
+struct smr_rx_slot {
+	struct ib_cqe		cqe;
+	u8			*msg;
+	u64			dma;
+};
+
+/*
+ * One RC queue pair to a peer; see link.c's "Locking and lifetimes" for
+ * what each lock covers. @lock: @state, @down, @users, @nusers,
+ * @free_slots, @sq_free, @tx_wait, @ntx_wait, @peer_credits,
+ * @credits_owed, @credit_msg_posted, @keepalive_posted and every user's
+ * smr_link_user fields. smr_links_lock: @node. @setup_mutex: the QP's
+ * creation and @peer_id, @peer_credits before the link is ACTIVE. The
+ * rest is set once during setup and read-only afterwards.
+ */
+struct smr_link {
+	struct kref		ref;
+	struct list_head	node;		/* on smr_links until down */
+	u32			id;
+	u32			peer_id;
+	u8			state;		/* enum smr_link_state */
+	bool			active_side;	/* we connected */
+	bool			down;		/* teardown queued */
+	struct in6_addr		laddr;		/* v4-mapped for IPv4 */
+	struct in6_addr		raddr;
+	struct rdma_cm_id	*cm_id;
+	struct ib_device	*ibdev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	struct ib_qp		*qp;
+	spinlock_t		lock;		/* see above */
+	struct mutex		setup_mutex;	/* see above */
+	struct list_head	users;		/* smr_link_user.node */
+	unsigned int		nusers;
+	struct list_head	free_slots;
+	unsigned int		sq_free;
+	struct list_head	tx_wait;	/* users waiting for a slot/credit */
+	unsigned int		ntx_wait;
+	u32			peer_credits;	/* SENDs the peer has receives for */
+	u32			credits_owed;	/* receives re-posted, not reported */
+	bool			credit_msg_posted;
+	struct ib_cqe		credit_cqe;
+	u8			*credit_msg;
+	u64			credit_dma;
+	/* unsignalled WRITEs and invalidations: only their errors complete */
+	struct ib_cqe		unsignalled_cqe;
+	u8			*msgs;
+	u64			msgs_dma;
+	bool			msgs_mapped;
+	struct smr_cdc_slot	slots[SMR_LINK_SLOTS];
+	struct smr_rx_slot	rx_slots[SMR_LINK_RQ_DEPTH];
+	struct smr_buf_pool	pool;
+	struct delayed_work	idle_work;
+	struct delayed_work	keepalive_work;
+	struct ib_cqe		keepalive_cqe;
+	bool			keepalive_posted;
+	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
+	unsigned long		send_progress;
+	struct work_struct	teardown_work;
+};
+
+extern struct list_head smr_links;
+extern spinlock_t smr_links_lock;
+extern struct workqueue_struct *smr_link_wq;
+extern const struct smr_link_ops *smr_link_user_ops;
+
+struct smr_link *smr_link_alloc(bool active_side);
+void smr_link_discard(struct smr_link *link);
+struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
+				 const struct in6_addr *raddr);
+struct smr_link *smr_link_lookup_id(u32 id);
+void smr_link_list_add(struct smr_link *link);
+void smr_link_attach(struct smr_link *link, struct smr_link_user *user);
+int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);
+void smr_link_free_resources(struct smr_link *link);
+void smr_link_set_active(struct smr_link *link);
+void smr_link_down(struct smr_link *link);
+
+#endif /* _SMR_LINK_CORE_H */

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SMR: the net.smr.* tunables (sysctl.c owns them; Documentation/admin
+ * guide, "Sysctls"). Every layer reads them with READ_ONCE(): root may
+ * change one at any time, and each use takes one value.
+ */
+#ifndef _SMR_SYSCTL_H
+#define _SMR_SYSCTL_H
+
+/* defaults */
+#define SMR_HS_TIMEOUT_MS_DEFAULT	3000		/* handshake_timeout_ms */
+#define SMR_LINK_IDLE_MS_DEFAULT	30000		/* link_idle_timeout_ms */
+#define SMR_ORPHAN_TIMEOUT_MS_DEFAULT	60000		/* orphan_timeout_ms */
+#define SMR_BUF_MAX_DEFAULT		(4 << 20)	/* buf_max */
+/*
+ * wmem: the least send ring of a socket whose SO_SNDBUF was not set. TCP's
+ * 16 KiB start suits a window that autotuning grows; an SMR ring starts at
+ * this and grows once only for a writer that fills it (smr_tx_grow()), so
+ * idle connections pin little.
+ */
+#define SMR_BUF_WMEM_DEFAULT		(64 << 10)
+#define SMR_BUF_MEM_MAX_DEFAULT		(256L << 20)	/* mem_max */
+/* mem_user_max: three quarters of mem_max, one user leaves the others room */
+#define SMR_BUF_MEM_USER_MAX_DEFAULT	(192L << 20)
+
+/* bounds root may write */
+#define SMR_TIMEOUT_MS_MIN		10
+#define SMR_HS_TIMEOUT_MS_MAX		600000		/* ten minutes */
+#define SMR_TIMEOUT_MS_MAX		(24 * 3600 * 1000)	/* a day */
+
+extern int smr_hs_timeout_ms;
+extern int smr_link_idle_ms;
+extern int smr_orphan_timeout_ms;
+extern int smr_buf_max;
+extern int smr_buf_wmem;
+extern int smr_cdc_inline_max;
+extern long smr_buf_mem_max;
+extern long smr_buf_mem_user_max;
+
+int smr_sysctl_init(void);
+void smr_sysctl_exit(void);
+
+#endif /* _SMR_SYSCTL_H */

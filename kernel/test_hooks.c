@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMR: test hooks, built only into the test module (Kbuild
+ * SMR_TEST_HOOKS=1: make modules-test, scripts/build-copy --test), which
+ * the test suites boot (scripts/vm-run --module test). The product module
+ * has none of this, nor its module parameter.
+ *
+ * fault_cdc (selftests/rdma, case "hostile"): the next CDC that carries
+ * data breaks rule N of Documentation/protocol.rst's cursor checks, so
+ * that a test can see the receiver refuse it. It reads 0 again once used.
+ *
+ * Locking and lifetimes: the parameter is claimed by cmpxchg, so one CDC
+ * takes each fault; the CDC's fields are the caller's (conn->lock held).
+ */
+#include <linux/moduleparam.h>
+#include <linux/lockdep.h>
+
+#include "smr.h"
+#include "test_hooks.h"
+
+enum smr_fault_cdc {
+	SMR_FAULT_NONE,
+	SMR_FAULT_PROD_PAST_ROOM = 1,	/* beyond what the receiver consumed + S */
+	SMR_FAULT_PROD_BACKWARDS,
+	SMR_FAULT_CONS_AHEAD,		/* consumed more than was produced */
+	SMR_FAULT_URG_OUTSIDE,		/* urgent byte not in the new data */
+	SMR_FAULT_COUNT_RANGE,		/* prod.count not below S */
+	SMR_FAULT_INLINE_OVERLONG,	/* more inline data than prod adds */
+	SMR_FAULT_MAX,
+};
+
+static int smr_fault_cdc;
+module_param_named(fault_cdc, smr_fault_cdc, int, 0644);
+MODULE_PARM_DESC(fault_cdc,
+		 "test only: the next data CDC breaks cursor rule N (1-6)");
+
+/*
+ * Break the rule fault_cdc names in @cdc, about to carry @n bytes (@data:
+ * its inline bytes). Returns the rule broken (0: none), for
+ * smr_test_cdc_fault_unsent() if the CDC does not go out.
+ */
+int smr_test_cdc_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
+		       u8 *data)
+{
+	int mode = READ_ONCE(smr_fault_cdc);
+	u64 sent = conn->tx_sent;
+
+	lockdep_assert_held(&conn->lock);
+	if (mode <= SMR_FAULT_NONE || mode >= SMR_FAULT_MAX ||
+	    (mode == SMR_FAULT_PROD_BACKWARDS && !sent) ||
+	    (mode == SMR_FAULT_INLINE_OVERLONG &&
+	     (!cdc->inline_len || cdc->inline_len >= SMR_CDC_INLINE_MAX)))
+		return SMR_FAULT_NONE;
+	if (cmpxchg(&smr_fault_cdc, mode, SMR_FAULT_NONE) != mode)
+		return SMR_FAULT_NONE;
+	switch (mode) {
+	case SMR_FAULT_PROD_PAST_ROOM:
+		smr_cursor_from_count(sent + conn->peer_rmb_size + 1,
+				      conn->peer_rmb_size, &cdc->prod);
+		break;
+	case SMR_FAULT_PROD_BACKWARDS:
+		smr_cursor_from_count(sent - 1, conn->peer_rmb_size,
+				      &cdc->prod);
+		break;
+	case SMR_FAULT_CONS_AHEAD:
+		/* the peer never sent past our consumer + S */
+		smr_cursor_from_count(conn->rx_cons + conn->rmb->size + 1,
+				      conn->rmb->size, &cdc->cons);
+		break;
+	case SMR_FAULT_URG_OUTSIDE:
+		cdc->flags |= SMR_CDC_F_URGENT;
+		smr_cursor_from_count(sent + n, conn->peer_rmb_size,
+				      &cdc->urg);
+		break;
+	case SMR_FAULT_COUNT_RANGE:
+		cdc->prod.count = conn->peer_rmb_size;
+		break;
+	case SMR_FAULT_INLINE_OVERLONG:
+		data[cdc->inline_len++] = 0;
+		break;
+	}
+	return mode;
+}
+
+/* The CDC that took @fault did not go out: the next one takes it. */
+void smr_test_cdc_fault_unsent(int fault)
+{
+	if (fault)
+		cmpxchg(&smr_fault_cdc, SMR_FAULT_NONE, fault);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SMR: hooks only the test build of the module has (Kbuild
+ * SMR_TEST_HOOKS=1, make modules-test; the suites boot that build). The
+ * product module compiles each call below to nothing.
+ */
+#ifndef _SMR_TEST_HOOKS_H
+#define _SMR_TEST_HOOKS_H
+
+#include <linux/types.h>
+
+struct smr_conn;
+struct smr_cdc;
+
+#ifdef SMR_TEST_HOOKS
+int smr_test_cdc_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
+		       u8 *data);
+void smr_test_cdc_fault_unsent(int fault);
+#else
+/* The rule of protocol.rst a data CDC about to be posted breaks: none. */
+static inline int smr_test_cdc_fault(struct smr_conn *conn,
+				     struct smr_cdc *cdc, u32 n, u8 *data)
+{
+	return 0;
+}
+
+/* A CDC smr_test_cdc_fault() broke did not go out. */
+static inline void smr_test_cdc_fault_unsent(int fault) { }
+#endif
+
+#endif /* _SMR_TEST_HOOKS_H */
