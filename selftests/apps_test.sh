@@ -11,7 +11,7 @@
 #   selftests/apps_test.sh        TAP 13 on stdout; exit 0 iff all pass
 #
 # Needs (build first, on this host): smr.ko for the guests' kernel (make), and
-# build/scripts/libsmr-preload.so (make -C scripts).
+# build/tools/libsmr-preload.so (make -C tools).
 # Environment: SMR_APPS_IPERF_BYTES (64 MiB), SMR_APPS_COPY_BYTES (32 MiB),
 # SMR_APPS_REDIS_REQUESTS (10000), SMR_APPS_REDIS_CLIENTS (8),
 # SMR_APPS_TIMEOUT (vm-run timeout in s, 900). The run directory (guest
@@ -47,8 +47,8 @@ missing=()
 # vm-run --dry-run names the smr.ko built for the guests' kernel, or
 # says which make target builds it.
 dry=$("$repo/scripts/vm-run" --dry-run 2>&1) || missing+=("$dry")
-[ -f "$repo/build/scripts/libsmr-preload.so" ] ||
-	missing+=("build/scripts/libsmr-preload.so (run make -C scripts)")
+[ -f "$repo/build/tools/libsmr-preload.so" ] ||
+	missing+=("build/tools/libsmr-preload.so (run make -C tools)")
 [ -x "$repo/scripts/vm-run" ] || missing+=("scripts/vm-run")
 for p in iperf3 redis-server redis-benchmark redis-cli socat python3 sha256sum; do
 	command -v "$p" >/dev/null || missing+=("$p (run scripts/install-deps)")

@@ -13,8 +13,8 @@
 
 SMR_APPS_CTL_PORT=5999
 SMR_APPS_STATS=/proc/net/smr/stats
-SMR_RUN=$SMR_REPO/scripts/smr_run
-SMR_PROBE=$SMR_REPO/build/scripts/smr-probe
+SMR_RUN=$SMR_REPO/tools/smr_run
+SMR_PROBE=$SMR_REPO/build/tools/smr-probe
 export PATH="$PATH:/usr/sbin:/sbin"
 
 # Counters that say how many bytes SMR moved by RDMA. Bytes that fell back
