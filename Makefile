@@ -70,6 +70,7 @@ user:
 	$(MAKE) -C $(REPO)/selftests
 	$(MAKE) -C $(REPO)/selftests/wire
 	$(MAKE) -C $(REPO)/selftests/rdma
+	$(MAKE) -C $(REPO)/selftests/negot
 
 selftests: user
 
