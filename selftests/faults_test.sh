@@ -1,8 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The faults suite: two guests on the RDMA suite's bed (selftests/rdma_test.sh,
-# which documents the environment), its cases in selftests/rdma/suite_faults.sh.
+# The faults suite: a peer that goes silent, one whose application never
+# closes. Two guests on the rdma bed (selftests/rdma/bed.sh;
+# selftests/rdma_test.sh documents the environment), its cases in
+# selftests/rdma/suite_faults.sh.
 #
-#   selftests/faults_test.sh    TAP 13 on stdout; exit 0 iff all pass
-SMR_RDMA_SUITE=faults exec "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/rdma_test.sh" "$@"
+#   selftests/faults_test.sh           TAP 13 on stdout; exit 0 iff all pass
+#   selftests/faults_test.sh --list    the cases, without booting
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+exec "$here/lib/two_guest_test.sh" "$here/rdma/suite_faults.sh" "$@"

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-# shellcheck shell=bash disable=SC2154 # a_tests.sh sets peer, work, stream, bg_pid
+# shellcheck shell=bash disable=SC2154 # guests.sh and bed.sh set peer, work, stream, bg_pid
 #
 # The churn suite's cases (selftests/churn_test.sh; sourced by
-# rdma_test.sh for the list, by a_tests.sh on host A for the case_ID
-# functions and by b_service.sh on host B for its b_VERB requests).
+# the build host for the list, on host A for the case_ID functions and on
+# host B for its b_VERB requests: selftests/lib/guests.sh).
 #
 #   burst     32 clients at once against listen(fd, 5) on B, over plain TCP
 #             and over SMR in the same boot, several rounds: SMR fails no
@@ -19,7 +19,7 @@
 #             socket or connection is left, the link survives, counters
 #             back to their baseline
 
-# shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
+# shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
 	"burst|32 clients at once against listen(fd, 5), 100 bytes each way, 5 rounds: SMR fails no connection (plain TCP in the same boot: the reference), modes and fallback reasons counted"
 	"privdrop|a root listener accepting as uid 65534, net.smr.mem_user_max 2 MiB: 100 connections in batches of 5 all in mode rdma, nothing refused for memory (charges returned to root)"
