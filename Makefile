@@ -23,7 +23,8 @@
 #   make bench         tcp/smr/smc/verbs benchmark in two QEMU guests
 #                      (bench/README.md)
 #   make style         checkpatch --strict;  make sparse: C=1 on both kernels
-#   make install       install smr.ko, smr_run and its library on this machine
+#   make install       install smr.ko and the user tools (tools/: smr_run, its
+#                      preload library, smr-probe) on this machine
 #
 # W=1 and C=1 pass through to Kbuild. Building (make, module-*, user) only
 # builds; make deps installs the packages (scripts/install-deps), and the
@@ -74,10 +75,11 @@ modules-debug: debug-kernel
 	@$(REPO)/scripts/build-copy debug
 
 user:
-	$(MAKE) -C $(REPO)/scripts
+	$(MAKE) -C $(REPO)/tools
 	$(MAKE) -C $(REPO)/selftests
 	$(MAKE) -C $(REPO)/selftests/wire
 	$(MAKE) -C $(REPO)/selftests/rdma
+	$(MAKE) -C $(REPO)/selftests/negot
 
 selftests: user
 
@@ -115,7 +117,7 @@ sparse: deps
 install: deps modules user
 	@kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(REPO)/scripts/kdir $(KVER_MAIN)); \
 	$(MAKE) -C "$$kdir" M=$(REPO) modules_install && depmod -a $$(basename $$(dirname $$kdir))
-	$(MAKE) -C $(REPO)/scripts install
+	$(MAKE) -C $(REPO)/tools install
 
 clean:
 	@kdir=$$($(REPO)/scripts/kdir $(KVER_MAIN) 2>/dev/null) && \

@@ -6,21 +6,11 @@
 # layers depend one way, and only the test build has the test hooks.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
-n=0 fails=0
+cd "$repo" || exit 1
+# shellcheck source=selftests/lib/tap.sh
+. "$repo/selftests/lib/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-tap() { # tap OK|FAIL description [log]
-	n=$((n + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fails=$((fails + 1))
-		[ -z "${3:-}" ] || sed 's/^/# /' "$3" | tail -40
-	fi
-}
 
 echo "TAP version 13"
 echo "1..9"
@@ -35,26 +25,26 @@ for k in 6.12 6.1 rt; do
 	[ "$k" != rt ] || opts=(W=1)
 	if scripts/build-copy "$k" "${opts[@]}" >"$log" 2>&1 &&
 	   ! grep -qE 'warning:|error:' "$log"; then
-		tap OK "builds on $k with ${opts[*]} without warnings"
+		tap_result OK "builds on $k with ${opts[*]} without warnings"
 	else
-		tap FAIL "builds on $k with ${opts[*]} without warnings" "$log"
+		tap_result FAIL "builds on $k with ${opts[*]} without warnings" "$log"
 	fi
 done
 
 log=$tmp/checkpatch.log
 if scripts/checkpatch-run >"$log" 2>&1 &&
    ! grep -vE '^total: 0 errors, 0 warnings, 0 checks' "$log" | grep -q .; then
-	tap OK "checkpatch --strict clean"
+	tap_result OK "checkpatch --strict clean"
 else
-	tap FAIL "checkpatch --strict clean" "$log"
+	tap_result FAIL "checkpatch --strict clean" "$log"
 fi
 
 log=$tmp/uapi.log
 printf '#include <linux/smr.h>\nint main(void) { struct smr_info i = { .version = SMR_INFO_VERSION }; return i.version != 1 || sizeof(i) != 96; }\n' >"$tmp/uapi.c"
 if gcc -Wall -Wextra -Werror -Iuapi -o "$tmp/uapi" "$tmp/uapi.c" >"$log" 2>&1 && "$tmp/uapi"; then
-	tap OK "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes"
+	tap_result OK "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes"
 else
-	tap FAIL "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes" "$log"
+	tap_result FAIL "uapi/linux/smr.h compiles alone in userspace, struct smr_info is 96 bytes" "$log"
 fi
 
 ver=$(basename "$(dirname "$(scripts/kdir 6.12)")")
@@ -62,9 +52,9 @@ ko=build/kernels/$ver/kernel/smr.ko
 log=$tmp/modinfo.log
 if modinfo "$ko" >"$log" 2>&1 && grep -q "^vermagic: *$ver " "$log" &&
    grep -q '^parm: *family:' "$log" && grep -q '^license: *GPL' "$log"; then
-	tap OK "smr.ko for $ver has vermagic, family parameter and GPL license"
+	tap_result OK "smr.ko for $ver has vermagic, family parameter and GPL license"
 else
-	tap FAIL "smr.ko for $ver has vermagic, family parameter and GPL license" "$log"
+	tap_result FAIL "smr.ko for $ver has vermagic, family parameter and GPL license" "$log"
 fi
 
 # The layers depend one way (Documentation/design.rst, "Layers"): every
@@ -73,9 +63,9 @@ fi
 log=$tmp/layers.log
 if scripts/dev/callgraph --check-layers "build/kernels/$ver/kernel" >"$log" 2>&1 &&
    grep -q '^cycles: none' "$log"; then
-	tap OK "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)"
+	tap_result OK "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)"
 else
-	tap FAIL "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)" "$log"
+	tap_result FAIL "kernel files call, use and include only their own and lower layers, no cycles (scripts/dev/callgraph)" "$log"
 fi
 
 # Test hooks are only in the test build (SMR_TEST_HOOKS=1), which the test
@@ -86,11 +76,11 @@ if scripts/build-copy --test 6.12 W=1 C=2 >"$log" 2>&1 && ! grep -qE 'warning:|e
    grep -q '^fault_cdc:' "$tmp/parm-test" &&
    modinfo -F parm "$ko" >"$tmp/parm-product" 2>>"$log" &&
    grep -q '^family:' "$tmp/parm-product" && ! grep -q '^fault_cdc:' "$tmp/parm-product"; then
-	tap OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not"
+	tap_result OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not"
 else
 	{ echo "test module parameters:"; cat "$tmp/parm-test" 2>/dev/null
 	  echo "product module parameters:"; cat "$tmp/parm-product" 2>/dev/null; } >>"$log"
-	tap FAIL "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not" "$log"
+	tap_result FAIL "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc hook, the product smr.ko has not" "$log"
 fi
 
 # the in-tree build (what the guests load) must match the sources
@@ -98,9 +88,9 @@ log=$tmp/intree.log
 if make -s modules >"$log" 2>&1 && [ kernel/smr.ko -nt kernel/af_smr.c ] &&
    modinfo -F parm kernel/smr.ko >"$tmp/parm-intree" 2>>"$log" &&
    ! grep -q '^fault_cdc:' "$tmp/parm-intree"; then
-	tap OK "in-tree kernel/smr.ko is up to date and has no test hook"
+	tap_result OK "in-tree kernel/smr.ko is up to date and has no test hook"
 else
-	tap FAIL "in-tree kernel/smr.ko is up to date and has no test hook" "$log"
+	tap_result FAIL "in-tree kernel/smr.ko is up to date and has no test hook" "$log"
 fi
 
-[ "$fails" -eq 0 ]
+[ "$tap_failed" -eq 0 ]

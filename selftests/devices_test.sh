@@ -7,22 +7,17 @@
 # TAP on stdout; exit 0 iff all passed.
 set -uo pipefail
 
-n=0 fails=0
-tap() { # tap 0|1 description
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		fails=$((fails + 1))
-		sed 's/^/# /' /proc/net/smr/devices
-	fi
+# shellcheck source=selftests/lib/tap.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib/tap.sh"
+
+# tap 0|1 description: a failure shows what SMR lists
+tap() {
+	tap_result "$1" "$2" /proc/net/smr/devices
 }
 
 # wait_for PATTERN [absent]: until /proc/net/smr/devices has (or lacks) it
 wait_for() {
-	local i
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		if grep -qE "$1" /proc/net/smr/devices; then
 			[ "${2:-}" = absent ] || return 0
 		else
@@ -63,4 +58,4 @@ ip netns add smrdev
 tap $? "a new network namespace lists no device; the initial one still does"
 ip netns del smrdev
 
-[ "$fails" -eq 0 ]
+[ "$tap_failed" -eq 0 ]

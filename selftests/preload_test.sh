@@ -20,8 +20,8 @@ set -uo pipefail
 
 SMR_REPO=${SMR_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 export PATH="$PATH:/usr/sbin:/sbin"
-BUILD=$SMR_REPO/build/scripts
-SMR_RUN=$SMR_REPO/scripts/smr_run
+BUILD=$SMR_REPO/build/tools
+SMR_RUN=$SMR_REPO/tools/smr_run
 PROBE=$BUILD/smr-probe
 LIB=$BUILD/libsmr-preload.so
 PYTHON=/usr/bin/python3
@@ -252,13 +252,14 @@ t_forking_threads() {
 # ------------------------------------------------------------------ host tests
 
 t_host_build() {
-	make -s -C "$SMR_REPO/scripts" >"$WORK/make.out" 2>&1 || { show "$WORK/make.out"; return 1; }
+	make -s -C "$SMR_REPO/tools" >"$WORK/make.out" 2>&1 || { show "$WORK/make.out"; return 1; }
 	[ -x "$PROBE" ] && [ -f "$LIB" ] || return 1
-	# Only the three interposed functions are exported.
+	# Only the interposed functions are exported (setsockopt: SO_REUSEPORT
+	# through SOL_SMR on 6.1).
 	local syms
 	syms=$(nm -D --defined-only "$LIB" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
 	echo "# exported: $syms"
-	[ "$syms" = "bind connect socket " ]
+	[ "$syms" = "bind connect setsockopt socket " ]
 }
 
 t_host_help() {
@@ -305,7 +306,7 @@ t_host_ld_preload_appended() {
 
 t_host_install_layout() {
 	local dest=$WORK/inst out
-	make -s -C "$SMR_REPO/scripts" install DESTDIR="$dest" PREFIX=/usr/local \
+	make -s -C "$SMR_REPO/tools" install DESTDIR="$dest" PREFIX=/usr/local \
 		>"$WORK/inst.out" 2>&1 || { show "$WORK/inst.out"; return 1; }
 	out=$("$dest/usr/local/bin/smr_run" sh -c 'echo "$LD_PRELOAD"') || return 1
 	echo "# LD_PRELOAD=$out"
@@ -352,7 +353,7 @@ t_module_loaded() {
 		insmod "${SMR_KO:-$SMR_REPO/kernel/smr.ko}" 2>&1 | diag
 	fi
 	[ -x "$PROBE" ] && [ -f "$LIB" ] ||
-		{ echo "# $PROBE or $LIB missing: run make -C scripts first"; return 1; }
+		{ echo "# $PROBE or $LIB missing: run make -C tools first"; return 1; }
 	FAM=$(cat $f 2>/dev/null) || return 1
 	echo "# family=$FAM self=$SELF self6=$SELF6"
 	[[ $FAM =~ ^[0-9]+$ ]] && [ -r /proc/net/smr/stats ]
@@ -478,7 +479,7 @@ t_unloaded_fallback() {
 
 if [ $MODE = host ]; then
 	TESTS=(
-		"t_host_build|make builds the library (exporting socket/bind/connect) and smr-probe"
+		"t_host_build|make builds the library (exporting socket/bind/connect/setsockopt) and smr-probe"
 		"t_host_help|smr_run --help documents every knob"
 		"t_host_not_loaded_true|smr_run -v true says the module is not loaded"
 		"t_host_missing_lib|smr_run exits 127 when the library is missing"

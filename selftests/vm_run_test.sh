@@ -27,25 +27,15 @@ if [ "${SMR_VM_TEST_NO_SMR:-0}" = 1 ] || ! "$vm_run" --dry-run >/dev/null 2>&1; 
 	smr_opts=(--no-smr)
 fi
 
-test_num=0
-test_failed=0
-smr_tap() {
-	local ok=$1 desc=$2
-	test_num=$((test_num + 1))
-	if [ "$ok" = 0 ]; then
-		echo "ok $test_num - $desc"
-	else
-		echo "not ok $test_num - $desc"
-		test_failed=$((test_failed + 1))
-	fi
-}
+# shellcheck source=selftests/lib/tap.sh
+. "$repo/selftests/lib/tap.sh"
 
 # smr_check DESC COMMAND...: one TAP line for the command's success.
 smr_check() {
 	local desc=$1
 	shift
 	"$@" >/dev/null 2>&1
-	smr_tap $? "$desc"
+	tap_result $? "$desc"
 }
 
 # smr_vm NAME ARGS...: run vm-run; stdout, stderr, status and run directory
@@ -97,19 +87,19 @@ echo "# installed: 6.12 ${k612:-none}, 6.1 ${k61:-none}, rt ${krt:-none}"
 smr_check "--kernel 6.12 is the newest generic 6.12 ($k612), never rt or debug" \
 	smr_kernel_is "$k612" --kernel 6.12
 [ "$(env -u SMR_VM_KERNEL "$vm_run" --print-kernel 2>/dev/null)" = "$k612" ]
-smr_tap $? "without --kernel or SMR_VM_KERNEL the guests boot 6.12"
+tap_result $? "without --kernel or SMR_VM_KERNEL the guests boot 6.12"
 smr_check "--kernel 6.1 is Debian's 6.1 ($k61)" smr_kernel_is "$k61" --kernel 6.1
 smr_check "--kernel rt is the 6.12 PREEMPT_RT kernel ($krt)" smr_kernel_is "$krt" --kernel rt
 smr_check "a full release names itself" smr_kernel_is "$k61" --kernel "$k61"
 [ -n "$krt" ] && [ "$(SMR_VM_KERNEL=rt "$vm_run" --print-kernel 2>/dev/null)" = "$krt" ] &&
 	[ "$(SMR_VM_KERNEL=rt "$vm_run" --kernel 6.1 --print-kernel 2>/dev/null)" = "$k61" ]
-smr_tap $? "SMR_VM_KERNEL sets the default, --kernel overrides it"
+tap_result $? "SMR_VM_KERNEL sets the default, --kernel overrides it"
 SMR_KERNEL_CACHE=$tmp/no-kernels "$vm_run" --kernel debug --print-kernel >/dev/null 2>"$tmp/debug.err"
 rc=$?
 [ "$rc" = 2 ] && grep -q 'debug kernel is not built: run make debug-kernel' "$tmp/debug.err"
-smr_tap $? "--kernel debug without a built debug kernel fails (status 2), says make debug-kernel"
+tap_result $? "--kernel debug without a built debug kernel fails (status 2), says make debug-kernel"
 "$vm_run" --kernel 2.6 --print-kernel >/dev/null 2>&1
-smr_tap $((! ($? == 2))) "a kernel that is not installed is rejected with status 2"
+tap_result $((! ($? == 2))) "a kernel that is not installed is rejected with status 2"
 
 # --- module choice (no boot): a scratch checkout with stand-in modules
 # whose only content is a vermagic; the product module unless a check asks
@@ -142,42 +132,42 @@ smr_check "kernel/smr.ko is used when built for the guests' kernel" \
 rc=$?
 [ "$rc" = 2 ] && grep -qF "no smr.ko built for kernel $k61 (kernel/smr.ko: built for $k612;" "$tmp/noko.err" &&
 	grep -qF "run 'make module-old' first" "$tmp/noko.err"
-smr_tap $? "no smr.ko for 6.1: status 2, says what kernel/smr.ko is for and to run make module-old"
+tap_result $? "no smr.ko for 6.1: status 2, says what kernel/smr.ko is for and to run make module-old"
 "$fake/scripts/vm-run" --kernel rt --dry-run >/dev/null 2>"$tmp/noko-rt.err"
 grep -qF "run 'make module-rt' first" "$tmp/noko-rt.err"
-smr_tap $? "no smr.ko for rt: says to run make module-rt"
+tap_result $? "no smr.ko for rt: says to run make module-rt"
 smr_fake_ko "$fake/build/kernels/$k61/kernel/smr.ko" "$k61"
 smr_check "else build/kernels/RELEASE/kernel/smr.ko (scripts/build-copy's) is used" \
 	smr_ko_is "$fake/build/kernels/$k61/kernel/smr.ko" --kernel 6.1
 smr_fake_ko "$fake/build/kernels/$krt/kernel/smr.ko" "$k61"
 "$fake/scripts/vm-run" --kernel rt --dry-run >/dev/null 2>&1
-smr_tap $((! ($? == 2))) "a module in build/kernels/RELEASE built for another kernel is refused"
+tap_result $((! ($? == 2))) "a module in build/kernels/RELEASE built for another kernel is refused"
 smr_check "--no-smr needs no module" smr_ko_is "" --kernel rt --no-smr
 smr_fake_ko "$fake/kernel/smr.ko" "$k61"
 smr_check "kernel/smr.ko comes first when it matches" \
 	smr_ko_is "$fake/kernel/smr.ko" --kernel 6.1
 "$fake/scripts/vm-run" --kernel 6.12 --dry-run >/dev/null 2>"$tmp/noko612.err"
 grep -qF "run 'make' first" "$tmp/noko612.err"
-smr_tap $? "no smr.ko for 6.12: says to run make"
+tap_result $? "no smr.ko for 6.12: says to run make"
 smr_fake_ko "$fake/build/kernels/$k612-test/kernel/smr.ko" "$k612"
 smr_check "--module test picks build/kernels/RELEASE-test/kernel/smr.ko (build-copy --test's)" \
 	smr_ko_is "$fake/build/kernels/$k612-test/kernel/smr.ko" --kernel 6.12 --module test
 got=$(SMR_VM_MODULE=test "$fake/scripts/vm-run" --kernel 6.12 --dry-run 2>/dev/null | sed -n 's/^smr_ko=//p')
 [ "$got" = "$fake/build/kernels/$k612-test/kernel/smr.ko" ]
-smr_tap $? "SMR_VM_MODULE=test does the same"
+tap_result $? "SMR_VM_MODULE=test does the same"
 smr_check "without --module the product module is used" \
 	smr_ko_is "$fake/kernel/smr.ko" --kernel 6.1
 "$fake/scripts/vm-run" --kernel 6.1 --module test --dry-run >/dev/null 2>"$tmp/notest.err"
 rc=$?
 [ "$rc" = 2 ] && grep -qF "no test smr.ko built for kernel $k61" "$tmp/notest.err" &&
 	grep -qF "run 'scripts/build-copy --test 6.1' first" "$tmp/notest.err"
-smr_tap $? "--module test without a test build for 6.1: status 2, says to run scripts/build-copy --test 6.1"
+tap_result $? "--module test without a test build for 6.1: status 2, says to run scripts/build-copy --test 6.1"
 rm -f "$fake/build/kernels/$k612-test/kernel/smr.ko"
 "$fake/scripts/vm-run" --kernel 6.12 --module test --dry-run >/dev/null 2>"$tmp/notest612.err"
 grep -qF "run 'make modules-test' first" "$tmp/notest612.err"
-smr_tap $? "--module test without a test build for 6.12: says to run make modules-test"
+tap_result $? "--module test without a test build for 6.12: says to run make modules-test"
 "$fake/scripts/vm-run" --module debug --dry-run >/dev/null 2>&1
-smr_tap $((! ($? == 2))) "an unknown --module is rejected with status 2"
+tap_result $((! ($? == 2))) "an unknown --module is rejected with status 2"
 if [ -n "$saved_module" ]; then
 	export SMR_VM_MODULE=$saved_module
 else
@@ -187,7 +177,7 @@ fi
 grep -q '^append=.*panic_on_warn=1' "$tmp/dry.out" &&
 	grep -q '^append=.*sysctl.kernel.hung_task_timeout_secs=60' "$tmp/dry.out" &&
 	grep -q '^append=.*watchdog_thresh=30' "$tmp/dry.out"
-smr_tap $? "guests boot with panic_on_warn=1 and 60 s hung task and soft lockup limits"
+tap_result $? "guests boot with panic_on_warn=1 and 60 s hung task and soft lockup limits"
 
 # --- splats (no boot): vm-run's regex knows every debug option's report
 smr_splat_re=$(sed -n "s/^smr_splat_re+\{0,1\}='\(.*\)'$/\1/p" "$vm_run" | paste -sd '')
@@ -208,7 +198,7 @@ done <<'EOF'
 [   12.3] rcu: INFO: rcu_preempt self-detected stall on CPU
 [   12.3] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
 EOF
-smr_tap "$smr_splats_ok" "the splat regex matches KASAN, UBSAN, lockdep, ODEBUG, list corruption, hung tasks, lockups, RCU stalls"
+tap_result "$smr_splats_ok" "the splat regex matches KASAN, UBSAN, lockdep, ODEBUG, list corruption, hung tasks, lockups, RCU stalls"
 
 # --- kmemleak (no boot): reports of the known leaks of other drivers are
 # dropped, every other one is kept
@@ -228,24 +218,24 @@ EOF
 smr_kmemleak_known=('other_driver_init\+')
 [ "$(smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -c '^unreferenced')" = 1 ] &&
 	smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -q 'smr_link_alloc'
-smr_tap $? "kmemleak: a known report is dropped, the rest kept"
+tap_result $? "kmemleak: a known report is dropped, the rest kept"
 # shellcheck disable=SC2034 # read by smr_kmemleak_unknown
 smr_kmemleak_known=()
 [ "$(smr_kmemleak_unknown <"$tmp/kmemleak.txt" | grep -c '^unreferenced')" = 2 ]
-smr_tap $? "kmemleak: with no known leaks every report counts"
+tap_result $? "kmemleak: with no known leaks every report counts"
 
 # --- argument errors never boot anything
 "$vm_run" --hosts 3 -- true >/dev/null 2>&1
-smr_tap $((! ($? == 2))) "--hosts 3 is rejected with status 2"
+tap_result $((! ($? == 2))) "--hosts 3 is rejected with status 2"
 "$vm_run" --no-smr --b true -- true >/dev/null 2>&1
-smr_tap $((! ($? == 2))) "--b without --hosts 2 is rejected with status 2"
+tap_result $((! ($? == 2))) "--b without --hosts 2 is rejected with status 2"
 
 # --- exit status propagation
 smr_vm false "${smr_opts[@]}" -- false
-smr_tap $((! ($(smr_rc false) == 1))) "'-- false' makes vm-run fail with status 1"
+tap_result $((! ($(smr_rc false) == 1))) "'-- false' makes vm-run fail with status 1"
 
 smr_vm true "${smr_opts[@]}" -- 'printf "hello from A\n"; true'
-smr_tap "$(smr_rc true)" "'-- true' makes vm-run pass"
+tap_result "$(smr_rc true)" "'-- true' makes vm-run pass"
 # Exactly the command's output on stdout: no kernel console lines.
 smr_check "host A's output comes through verbatim and alone on stdout" \
 	diff <(printf 'hello from A\n') "$tmp/true.out"
@@ -281,7 +271,7 @@ echo "artifact from A" >"$SMR_VM_OUT/note"
 EOF
 smr_vm one "${smr_opts[@]}" --mtu 4000 -- \
 	bash "$tmp/one-host.sh" "$repo" "$([ ${#smr_opts[@]} -eq 0 ] && echo smr || echo no-smr)"
-smr_tap "$(smr_rc one)" "--hosts 1 run passes"
+tap_result "$(smr_rc one)" "--hosts 1 run passes"
 smr_check "SMR_HOST is a" smr_guest_ok one env-host
 smr_check "SMR_SELF/PEER_ADDR(6) are A's own addresses" smr_guest_ok one env-addrs
 smr_check "SMR_REPO is the checkout and the command runs there" smr_guest_ok one env-repo
@@ -326,7 +316,7 @@ EOF
 # shellcheck disable=SC2016 # $$ and $SMR_VM_OUT are B's
 smr_vm two "${smr_opts[@]}" --hosts 2 --b 'echo $$ >"$SMR_VM_OUT/pid"; bash '"$tmp/host-b.sh" \
 	-- bash "$tmp/host-a.sh"
-smr_tap "$(smr_rc two)" "--hosts 2 run passes"
+tap_result "$(smr_rc two)" "--hosts 2 run passes"
 # vm-run's readiness file is written by B's command's own process (same
 # PID as the script) and, by the host's clock, before A's command began.
 # shellcheck disable=SC2317 # called through smr_check
@@ -355,7 +345,7 @@ smr_check "the thawed B shut down in order (no splat, done)" \
 # --- a crash on host B fails the run and names host B
 smr_vm crash "${smr_opts[@]}" --hosts 2 --b 'sleep 1; echo c >/proc/sysrq-trigger' -- \
 	'echo A waits; sleep 600'
-smr_tap $((! ($(smr_rc crash) != 0))) "a crash on host B fails the run"
+tap_result $((! ($(smr_rc crash) != 0))) "a crash on host B fails the run"
 smr_check "the report names host B and shows its panic" \
 	grep -q 'host B: kernel splat.*trace owner: core kernel' "$tmp/crash.err"
 # A was stopped early instead of sleeping out its 600 s (or, on a loaded
@@ -371,14 +361,14 @@ if "$vm_run" --kernel debug --print-kernel >/dev/null 2>&1; then
 		[ -w $k ] && echo "check kmemleak-on ok"
 		echo scan >$k
 		if [ -z "$(cat $k)" ]; then echo "check kmemleak-clear ok"; else cat $k; fi'
-	smr_tap "$(smr_rc kmemleak)" "a --no-smr run on the debug kernel passes (no kmemleak report after the command)"
+	tap_result "$(smr_rc kmemleak)" "a --no-smr run on the debug kernel passes (no kmemleak report after the command)"
 	smr_check "the debug kernel has kmemleak" smr_guest_ok kmemleak kmemleak-on
 	smr_check "kmemleak has no report when the command starts (cleared)" smr_guest_ok kmemleak kmemleak-clear
 else
 	for d in "a --no-smr run on the debug kernel passes" "the debug kernel has kmemleak" \
 		"kmemleak has no report when the command starts"; do
-		test_num=$((test_num + 1))
-		echo "ok $test_num - $d # SKIP the debug kernel is not built (make debug-kernel)"
+		tap_n=$((tap_n + 1))
+		echo "ok $tap_n - $d # SKIP the debug kernel is not built (make debug-kernel)"
 	done
 fi
 
@@ -387,8 +377,8 @@ smr_vm timeout "${smr_opts[@]}" --timeout 40 -- 'sleep 600'
 smr_check "--timeout kills the guest and says which host" \
 	grep -q 'timeout on host A' "$tmp/timeout.err"
 
-if [ "$test_failed" -gt 0 ]; then
-	echo "# $test_failed test(s) failed; vm-run outputs kept in $tmp"
+if [ "$tap_failed" -gt 0 ]; then
+	echo "# $tap_failed test(s) failed; vm-run outputs kept in $tmp"
 	exit 1
 fi
 rm -rf "$tmp"

@@ -7,7 +7,7 @@
  *   smr_stream client -a ADDR [options] make -n connections at once
  *
  * Every connection carries a pseudo-random stream each way, both ways at
- * once (one epoll loop, non-blocking sockets). The stream of a direction is
+ * once (non-blocking sockets in the epoll loop of selftests/lib/engine.c). The stream of a direction is
  * fixed by -S, the client's port and the direction, so the receiver knows
  * every byte it must get: each received byte is checked against it, and a
  * lost, extra, reordered or foreign byte shows at its offset. Write and
@@ -85,12 +85,7 @@
  *                prove that the checks catch it
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -98,12 +93,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/tcp.h>
 
 #include "smr_test_lib.h"
+#include "engine.h"
 
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 
@@ -117,16 +112,9 @@
 #define RS_FNV_PRIME		0x100000001b3ULL
 
 enum rs_expect { EXPECT_RDMA, EXPECT_TCP, EXPECT_ANY };
-enum rs_kind { KIND_CONN, KIND_LISTENER };
-enum rs_state { ST_CONNECTING, ST_ACTIVE, ST_HELD, ST_DONE };
 
+/* This tool's options; the shared ones are in eng_opt. */
 static struct {
-	bool server;
-	bool smr;
-	bool v6;
-	const char *addr;
-	int port;
-	int nconns;
 	uint64_t bytes;		/* RS_ENDLESS for -s 0 */
 	uint64_t seed;
 	uint32_t max_io;
@@ -136,16 +124,10 @@ static struct {
 	int fail_window_s;
 	const char *hold_file;
 	uint64_t hold_at;
-	const char *ready_file;
-	int timeout_s;
 	int64_t corrupt_off;
-	int backlog;
-	long run_as_uid;	/* -1: stay */
 } opt = {
-	.port = 6000, .nconns = 1, .bytes = 8u << 20, .seed = 1,
-	.max_io = RS_MAX_IO_DEFAULT, .fail_window_s = 30, .hold_at = 0,
-	.backlog = 4096, .run_as_uid = -1,
-	.timeout_s = 300, .corrupt_off = -1,
+	.bytes = 8u << 20, .seed = 1, .max_io = RS_MAX_IO_DEFAULT,
+	.fail_window_s = 30, .hold_at = 0, .corrupt_off = -1,
 };
 
 struct rs_hash {
@@ -155,21 +137,10 @@ struct rs_hash {
 	uint64_t len;
 };
 
-struct rs_listener {
-	int kind;		/* KIND_LISTENER: first, like struct rs_conn */
-	int fd;
-};
-
 struct rs_conn {
-	int kind;		/* KIND_CONN */
-	int fd;
-	int idx;
-	enum rs_state state;
-	int err;		/* errno that ended it, 0 if none */
-	const char *err_at;
-	long long t_start, t_end;
-	unsigned int lport, rport;
+	struct eng_conn e;	/* first: the engine's part */
 	int mode_start;		/* SMR mode when usable, -1 n/a */
+	long long t_end;
 	uint64_t tx_seed, rx_seed;
 	uint64_t tx_rng, rx_rng;	/* write and read sizes */
 	uint64_t gen;		/* stream bytes put into wbuf so far */
@@ -178,27 +149,15 @@ struct rs_conn {
 	size_t wcap, wlen, wdone;
 	int64_t rx_bad;
 	bool tx_shut, rx_eof;
-	uint32_t events;
 	uint64_t writes, reads;
 	uint32_t wmin, wmax, rmin, rmax;
 	struct rs_hash tx_hash, rx_hash;
 };
 
-static int smr_fam = -1;
-static int ep = -1;
-static long long t_begin, deadline, t_trigger;
+static long long t_trigger;
 static bool released;
-static struct rs_conn *conns;
-static struct rs_listener listener = { .kind = KIND_LISTENER, .fd = -1 };
-static int nstarted, ndone, nok;
 static uint64_t tx_total, rx_total;
 static uint8_t *rxbuf, *expbuf;
-
-static void die(const char *what)
-{
-	fprintf(stderr, "smr_stream: %s: %s\n", what, strerror(errno));
-	exit(2);
-}
 
 static void usage(void)
 {
@@ -223,15 +182,6 @@ static const char *reason_name(unsigned int reason)
 static bool file_exists(const char *path)
 {
 	return !access(path, F_OK);
-}
-
-static void touch(const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		die(path);
-	fclose(f);
 }
 
 /* ---- the streams, their hashes, the size draws ---- */
@@ -349,15 +299,6 @@ static uint32_t io_size(uint64_t *rng)
 
 /* ---- connections ---- */
 
-static int new_socket(void)
-{
-	int type = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
-
-	if (opt.smr)
-		return socket(smr_fam, type, opt.v6 ? SMRPROTO_IPV6 : SMRPROTO_IPV4);
-	return socket(opt.v6 ? AF_INET6 : AF_INET, type, 0);
-}
-
 static int get_tcp_info(int fd, struct tcp_info *ti)
 {
 	socklen_t len = sizeof(*ti);
@@ -366,12 +307,6 @@ static int get_tcp_info(int fd, struct tcp_info *ti)
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len))
 		return -errno;
 	return 0;
-}
-
-static void ep_set(struct rs_conn *c, uint32_t events)
-{
-	if (smr_ep_update(ep, c->fd, c, &c->events, events))
-		die(c->events ? "epoll_ctl(MOD)" : "epoll_ctl(ADD)");
 }
 
 /* Failure reasons of one connection, comma-separated, no spaces. */
@@ -461,8 +396,8 @@ static void judge_mode(const struct rs_conn *c, const struct smr_info *in,
 /* The checks of a connection that was to carry its whole stream. */
 static void judge_stream(const struct rs_conn *c, struct rs_why *w)
 {
-	if (c->err)
-		why_add(w, "%s_at_%s", smr_errname(c->err), c->err_at);
+	if (c->e.err)
+		why_add(w, "%s_at_%s", smr_errname(c->e.err), c->e.err_at);
 	if (c->rx_bad >= 0)
 		why_add(w, "byte_%lld_received_off_the_stream", (long long)c->rx_bad);
 	if (c->tx != opt.bytes)
@@ -471,15 +406,15 @@ static void judge_stream(const struct rs_conn *c, struct rs_why *w)
 	if (c->rx != opt.bytes)
 		why_add(w, "received_%llu_of_%llu", (unsigned long long)c->rx,
 			(unsigned long long)opt.bytes);
-	if (!c->err && !c->rx_eof)
+	if (!c->e.err && !c->rx_eof)
 		why_add(w, "no_EOF");
 }
 
 /* -F: the connection had to die of the trigger, promptly and cleanly. */
 static void judge_failure(const struct rs_conn *c, struct rs_why *w)
 {
-	const char *at = c->err_at ? c->err_at : "-";
-	bool eof = !c->err && c->rx_eof;
+	const char *at = c->e.err_at ? c->e.err_at : "-";
+	bool eof = !c->e.err && c->rx_eof;
 
 	if (!strcmp(at, "hang"))
 		why_add(w, "still_open_%d_s_after_the_trigger", opt.fail_window_s);
@@ -488,16 +423,16 @@ static void judge_failure(const struct rs_conn *c, struct rs_why *w)
 			t_trigger ? "" : "_(no_trigger)");
 	else if (!t_trigger || c->t_end < t_trigger)
 		why_add(w, "ended_before_the_trigger(%s_at_%s)",
-			smr_errname(c->err), at);
+			smr_errname(c->e.err), at);
 	else if (c->t_end - t_trigger > opt.fail_window_s * 1000LL)
 		why_add(w, "ended_%lld_ms_after_the_trigger_(limit_%d_s)",
 			c->t_end - t_trigger, opt.fail_window_s);
-	else if (!eof && c->err != ECONNRESET && c->err != EPIPE)
+	else if (!eof && c->e.err != ECONNRESET && c->e.err != EPIPE)
 		why_add(w, "ended_by_%s_at_%s_want_ECONNRESET_or_EPIPE",
-			smr_errname(c->err), at);
+			smr_errname(c->e.err), at);
 	if (c->rx_bad >= 0)
 		why_add(w, "byte_%lld_received_off_the_stream", (long long)c->rx_bad);
-	if (opt.smr && opt.expect != EXPECT_ANY &&
+	if (eng_opt.smr && opt.expect != EXPECT_ANY &&
 	    c->mode_start != (opt.expect == EXPECT_RDMA ? SMR_MODE_RDMA : SMR_MODE_TCP))
 		why_add(w, "mode_%s_when_usable_want_%s",
 			c->mode_start < 0 ? "unknown" : mode_name(c->mode_start),
@@ -506,9 +441,10 @@ static void judge_failure(const struct rs_conn *c, struct rs_why *w)
 
 #define RS_NO_INFO "mode=- reason=- peer_reason=- info_sent=- info_recv=- info_rdma_sent=- info_rdma_recv=-"
 
-/* Print the connection's line and close it. */
-static void conn_finish(struct rs_conn *c)
+/* The engine's report: judge the connection and print its line. */
+static bool conn_report(struct eng_conn *ec)
 {
+	struct rs_conn *c = (struct rs_conn *)ec;
 	char info_part[300] = RS_NO_INFO;
 	char ti_part[80] = "tcpi_acked=- tcpi_rcvd=-";
 	struct rs_why w = { .n = 0 };
@@ -516,19 +452,17 @@ static void conn_finish(struct rs_conn *c)
 	struct tcp_info ti;
 	int ierr = -ENOTSOCK, tierr = -ENOTCONN;
 
-	if (c->state == ST_DONE)
-		return;
 	if (!c->t_end)
 		c->t_end = smr_now_ms();
 	/* the trigger may be newer than the last look at it */
 	if (opt.trigger_file && !t_trigger && file_exists(opt.trigger_file)) {
 		t_trigger = c->t_end;
-		deadline = t_trigger + opt.fail_window_s * 1000LL;
+		eng_deadline = t_trigger + opt.fail_window_s * 1000LL;
 	}
-	if (c->fd >= 0) {
-		if (opt.smr)
-			ierr = smr_get_info(c->fd, &info);
-		tierr = get_tcp_info(c->fd, &ti);
+	if (c->e.fd >= 0) {
+		if (eng_opt.smr)
+			ierr = smr_get_info(c->e.fd, &info);
+		tierr = get_tcp_info(c->e.fd, &ti);
 	}
 	if (!ierr)
 		snprintf(info_part, sizeof(info_part),
@@ -548,29 +482,20 @@ static void conn_finish(struct rs_conn *c)
 		judge_failure(c, &w);
 	} else {
 		judge_stream(c, &w);
-		if (opt.smr && ierr)
+		if (eng_opt.smr && ierr)
 			why_add(&w, "SMR_INFO_%s", smr_errname(-ierr));
-		else if (opt.smr)
+		else if (eng_opt.smr)
 			judge_mode(c, &info, &ti, tierr, &w);
 	}
 
-	if (c->events)
-		ep_set(c, 0);
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
 	free(c->wbuf);
 	c->wbuf = NULL;
-	c->state = ST_DONE;
-	ndone++;
-	if (!w.n)
-		nok++;
 	tx_total += c->tx;
 	rx_total += c->rx;
 	printf("conn role=%s type=%s ip=%d idx=%d lport=%u rport=%u err=%s at=%s t_ms=%lld fail_ms=%lld mode_start=%s %s %s tx=%llu rx=%llu rx_bad=%lld writes=%llu reads=%llu wmin=%u wmax=%u rmin=%u rmax=%u tx_hash=%016llx rx_hash=%016llx ok=%d why=%s\n",
-	       opt.server ? "server" : "client", opt.smr ? "smr" : "tcp",
-	       opt.v6 ? 6 : 4, c->idx, c->lport, c->rport, smr_errname(c->err),
-	       c->err_at ? c->err_at : "-", c->t_end - c->t_start,
+	       eng_opt.server ? "server" : "client", eng_opt.smr ? "smr" : "tcp",
+	       eng_opt.v6 ? 6 : 4, c->e.idx, c->e.lport, c->e.rport, smr_errname(c->e.err),
+	       c->e.err_at ? c->e.err_at : "-", c->t_end - c->e.t_start,
 	       t_trigger ? c->t_end - t_trigger : -1LL,
 	       c->mode_start < 0 ? "-" : mode_name(c->mode_start),
 	       info_part, ti_part,
@@ -582,29 +507,7 @@ static void conn_finish(struct rs_conn *c)
 	       (unsigned long long)hash_final(&c->rx_hash),
 	       !w.n, w.n ? w.buf : "-");
 	fflush(stdout);
-}
-
-static void conn_fail(struct rs_conn *c, int err, const char *where)
-{
-	c->err = err;
-	c->err_at = where;
-	conn_finish(c);
-}
-
-static struct rs_conn *conn_new(void)
-{
-	struct rs_conn *c = &conns[nstarted];
-
-	memset(c, 0, sizeof(*c));
-	c->kind = KIND_CONN;
-	c->fd = -1;
-	c->idx = nstarted++;
-	c->mode_start = -1;
-	c->rx_bad = -1;
-	c->t_start = smr_now_ms();
-	hash_init(&c->tx_hash);
-	hash_init(&c->rx_hash);
-	return c;
+	return !w.n;
 }
 
 static bool holding(void)
@@ -640,7 +543,7 @@ static void conn_update_events(struct rs_conn *c)
 	if (!c->tx_shut && (c->wdone < c->wlen || c->gen < tx_limit() ||
 			    shutdown_due(c)))
 		ev |= EPOLLOUT;
-	ep_set(c, ev);
+	eng_ep_set(&c->e, ev);
 }
 
 /* Take the next write of the stream into wbuf. */
@@ -655,12 +558,12 @@ static void next_write(struct rs_conn *c)
 		free(c->wbuf);
 		c->wbuf = malloc(n);
 		if (!c->wbuf)
-			die("malloc");
+			eng_die("malloc");
 		c->wcap = n;
 	}
 	stream_fill(c->wbuf, n, c->tx_seed, c->gen);
 	hash_update(&c->tx_hash, c->wbuf, n);
-	if (opt.corrupt_off >= 0 && !c->idx &&
+	if (opt.corrupt_off >= 0 && !c->e.idx &&
 	    (uint64_t)opt.corrupt_off >= c->gen &&
 	    (uint64_t)opt.corrupt_off < c->gen + n)
 		c->wbuf[opt.corrupt_off - c->gen] ^= 0x20;
@@ -685,8 +588,8 @@ static int conn_tx(struct rs_conn *c)
 		if (c->gen == opt.bytes) {
 			if (!shutdown_due(c))
 				return 0;
-			if (shutdown(c->fd, SHUT_WR)) {
-				conn_fail(c, errno, "shutdown");
+			if (shutdown(c->e.fd, SHUT_WR)) {
+				eng_fail(&c->e, errno, "shutdown");
 				return -1;
 			}
 			c->tx_shut = true;
@@ -696,12 +599,12 @@ static int conn_tx(struct rs_conn *c)
 			return 0;
 		next_write(c);
 	}
-	n = send(c->fd, c->wbuf + c->wdone, c->wlen - c->wdone,
+	n = send(c->e.fd, c->wbuf + c->wdone, c->wlen - c->wdone,
 		 MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		conn_fail(c, errno, "send");
+		eng_fail(&c->e, errno, "send");
 		return -1;
 	}
 	c->wdone += n;
@@ -720,11 +623,11 @@ static int conn_rx(struct rs_conn *c)
 		return 0;
 	if (want > left)
 		want = left;
-	n = recv(c->fd, rxbuf, want, MSG_DONTWAIT);
+	n = recv(c->e.fd, rxbuf, want, MSG_DONTWAIT);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
-		conn_fail(c, errno, "recv");
+		eng_fail(&c->e, errno, "recv");
 		return -1;
 	}
 	c->reads++;
@@ -735,7 +638,7 @@ static int conn_rx(struct rs_conn *c)
 	if (!n) {
 		c->rx_eof = true;
 		if (opt.expect_fail) {
-			conn_fail(c, 0, "eof");
+			eng_fail(&c->e, 0, "eof");
 			return -1;
 		}
 		return 1;
@@ -761,7 +664,7 @@ static void conn_step(struct rs_conn *c)
 {
 	int i, r, moved = 1;
 
-	for (i = 0; i < RS_STEPS && moved && c->state == ST_ACTIVE; i++) {
+	for (i = 0; i < RS_STEPS && moved && c->e.state == ENG_ACTIVE; i++) {
 		moved = 0;
 		r = conn_rx(c);
 		if (r < 0)
@@ -772,146 +675,53 @@ static void conn_step(struct rs_conn *c)
 			return;
 		moved |= r;
 	}
-	if (c->state != ST_ACTIVE)
+	if (c->e.state != ENG_ACTIVE)
 		return;
 	if (c->tx_shut && c->rx_eof) {
-		conn_finish(c);
+		eng_finish(&c->e);
 		return;
 	}
 	if (holding() && c->gen >= opt.hold_at && c->wdone == c->wlen &&
 	    c->rx >= opt.hold_at) {
-		c->state = ST_HELD;
-		ep_set(c, 0);
+		c->e.state = ENG_HELD;
+		eng_ep_set(&c->e, 0);
 		return;
 	}
 	conn_update_events(c);
 }
 
-/* connect() or accept() completed: the connection is usable from here. */
-static void conn_ready(struct rs_conn *c)
+/* The engine's new connection: nothing moved, nothing known yet. */
+static void conn_init(struct eng_conn *ec)
 {
+	struct rs_conn *c = (struct rs_conn *)ec;
+
+	c->mode_start = -1;
+	c->rx_bad = -1;
+	hash_init(&c->tx_hash);
+	hash_init(&c->rx_hash);
+}
+
+/* connect() or accept() completed: the connection is usable from here. */
+static void conn_ready(struct eng_conn *ec)
+{
+	struct rs_conn *c = (struct rs_conn *)ec;
 	struct smr_info info;
 	uint64_t key;
 
-	if (opt.smr && !smr_get_info(c->fd, &info))
+	if (eng_opt.smr && !smr_get_info(c->e.fd, &info))
 		c->mode_start = info.mode;
-	c->lport = smr_sock_port(c->fd, false);
-	c->rport = smr_sock_port(c->fd, true);
 	/* both ends derive the same streams from the client's port */
-	key = opt.seed * 0x100000001b3ULL + (opt.server ? c->rport : c->lport);
-	c->tx_seed = mix64(key ^ (opt.server ? RS_S2C : RS_C2S));
-	c->rx_seed = mix64(key ^ (opt.server ? RS_C2S : RS_S2C));
+	key = opt.seed * 0x100000001b3ULL + (eng_opt.server ? c->e.rport : c->e.lport);
+	c->tx_seed = mix64(key ^ (eng_opt.server ? RS_S2C : RS_C2S));
+	c->rx_seed = mix64(key ^ (eng_opt.server ? RS_C2S : RS_S2C));
 	c->tx_rng = c->tx_seed ^ 0x7772697465ULL;	/* "write" */
 	c->rx_rng = c->rx_seed ^ 0x72656164ULL;		/* "read" */
-	c->state = ST_ACTIVE;
 	conn_step(c);
 }
 
-static void conn_event(struct rs_conn *c)
+static void conn_event(struct eng_conn *ec)
 {
-	socklen_t len = sizeof(int);
-	int err = 0;
-
-	if (c->state == ST_ACTIVE) {
-		conn_step(c);
-		return;
-	}
-	if (c->state != ST_CONNECTING)
-		return;
-	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
-		err = errno;
-	if (err)
-		conn_fail(c, err, "connect");
-	else
-		conn_ready(c);
-}
-
-static void client_start(struct rs_conn *c, const struct sockaddr_storage *ss,
-			 socklen_t sslen)
-{
-	c->fd = new_socket();
-	if (c->fd < 0)
-		die("socket");
-	c->t_start = smr_now_ms();
-	if (!connect(c->fd, (const struct sockaddr *)ss, sslen)) {
-		conn_ready(c);
-		return;
-	}
-	if (errno != EINPROGRESS) {
-		conn_fail(c, errno, "connect");
-		return;
-	}
-	c->state = ST_CONNECTING;
-	ep_set(c, EPOLLOUT);
-}
-
-static void server_accept(void)
-{
-	while (nstarted < opt.nconns) {
-		int fd = accept4(listener.fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct rs_conn *c;
-
-		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			if (errno == ECONNABORTED || errno == ECONNRESET)
-				continue;
-			die("accept");
-		}
-		c = conn_new();
-		c->fd = fd;
-		conn_ready(c);
-	}
-	epoll_ctl(ep, EPOLL_CTL_DEL, listener.fd, NULL);
-	close(listener.fd);
-	listener.fd = -1;
-}
-
-static void server_listen(void)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listener };
-	struct sockaddr_storage ss;
-	int sslen, one = 1;
-
-	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
-	if (sslen < 0) {
-		fprintf(stderr, "smr_stream: bad bind address\n");
-		exit(2);
-	}
-	listener.fd = new_socket();
-	if (listener.fd < 0)
-		die("socket");
-	if (setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
-		die("setsockopt(SO_REUSEADDR)");
-	if (bind(listener.fd, (struct sockaddr *)&ss, sslen))
-		die("bind");
-	if (listen(listener.fd, opt.backlog))
-		die("listen");
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, listener.fd, &ev))
-		die("epoll_ctl(listener)");
-	if (opt.ready_file)
-		touch(opt.ready_file);
-	if (opt.run_as_uid >= 0 &&
-	    (setgroups(0, NULL) ||
-	     setresgid(opt.run_as_uid, opt.run_as_uid, opt.run_as_uid) ||
-	     setresuid(opt.run_as_uid, opt.run_as_uid, opt.run_as_uid)))
-		die("dropping privileges (-U)");
-}
-
-static void client_connect_all(void)
-{
-	struct sockaddr_storage ss;
-	int sslen, i;
-
-	sslen = smr_fill_addr(&ss, opt.v6, opt.addr, opt.port);
-	if (!opt.addr || sslen < 0) {
-		fprintf(stderr, "smr_stream: client needs -a ADDR of the right family\n");
-		exit(2);
-	}
-	/* all at once: the connects are in flight together */
-	for (i = 0; i < opt.nconns; i++)
-		client_start(conn_new(), &ss, sslen);
+	conn_step((struct rs_conn *)ec);
 }
 
 static bool client_ready(void)
@@ -919,14 +729,14 @@ static bool client_ready(void)
 	uint64_t r = opt.bytes < RS_READY_BYTES ? opt.bytes : RS_READY_BYTES;
 	int i;
 
-	if (nstarted < opt.nconns)
+	if (eng_nstarted < eng_opt.nconns)
 		return false;
-	for (i = 0; i < nstarted; i++) {
-		const struct rs_conn *c = &conns[i];
+	for (i = 0; i < eng_nstarted; i++) {
+		const struct rs_conn *c = (struct rs_conn *)eng_conn(i);
 
-		if (c->state == ST_HELD || c->state == ST_DONE)
+		if (c->e.state == ENG_HELD || c->e.state == ENG_DONE)
 			continue;
-		if (c->state != ST_ACTIVE || c->tx < r || c->rx < r)
+		if (c->e.state != ENG_ACTIVE || c->tx < r || c->rx < r)
 			return false;
 	}
 	return true;
@@ -944,59 +754,23 @@ static void check_files(void)
 	last = now;
 	if (opt.trigger_file && !t_trigger && file_exists(opt.trigger_file)) {
 		t_trigger = now;
-		deadline = t_trigger + opt.fail_window_s * 1000LL;
+		eng_deadline = t_trigger + opt.fail_window_s * 1000LL;
 	}
 	if (opt.hold_file && !released && file_exists(opt.hold_file)) {
 		released = true;
-		for (i = 0; i < nstarted; i++) {
-			if (conns[i].state != ST_HELD)
+		for (i = 0; i < eng_nstarted; i++) {
+			struct rs_conn *c = (struct rs_conn *)eng_conn(i);
+
+			if (c->e.state != ENG_HELD)
 				continue;
-			conns[i].state = ST_ACTIVE;
-			conn_step(&conns[i]);
+			c->e.state = ENG_ACTIVE;
+			conn_step(c);
 		}
 	}
-	if (!opt.server && opt.ready_file && client_ready()) {
-		touch(opt.ready_file);
-		opt.ready_file = NULL;
+	if (!eng_opt.server && eng_opt.ready_file && client_ready()) {
+		eng_touch(eng_opt.ready_file);
+		eng_opt.ready_file = NULL;
 	}
-}
-
-static void run_loop(void)
-{
-	struct epoll_event evs[64];
-	int i, n;
-
-	while (ndone < opt.nconns) {
-		long long left;
-
-		check_files();
-		left = deadline - smr_now_ms();
-		if (left <= 0)
-			return;
-		n = epoll_wait(ep, evs, 64, left > 50 ? 50 : (int)left);
-		if (n < 0 && errno != EINTR)
-			die("epoll_wait");
-		for (i = 0; i < n; i++) {
-			int *kind = evs[i].data.ptr;
-
-			if (*kind == KIND_CONN)
-				conn_event(evs[i].data.ptr);
-			else
-				server_accept();
-		}
-	}
-}
-
-static uint64_t parse_u64(const char *s)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || end == s)
-		usage();
-	return v;
 }
 
 static enum rs_expect parse_expect(const char *s)
@@ -1011,52 +785,41 @@ static enum rs_expect parse_expect(const char *s)
 	return EXPECT_ANY;
 }
 
+static const struct eng_tool rs_tool = {
+	.name = "smr_stream",
+	.conn_size = sizeof(struct rs_conn),
+	.alarm_slack_s = 60,
+	.tick_ms = 50,
+	.usage = usage,
+	.init = conn_init,
+	.tick = check_files,
+	.ready = conn_ready,
+	.step = conn_event,
+	.report = conn_report,
+};
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("SMR_EXPECT_MODE");
 	bool hold_at_set = false;
-	struct rlimit rl;
-	int c, i;
+	int c;
 
-	if (argc < 2)
-		usage();
-	if (!strcmp(argv[1], "server"))
-		opt.server = true;
-	else if (strcmp(argv[1], "client"))
-		usage();
-	opt.smr = true;
+	eng_init(&rs_tool, argc, argv);
+	eng_opt.port = 6000;
+	eng_opt.timeout_s = 300;
 	opt.expect = env && *env ? parse_expect(env) : EXPECT_RDMA;
-	optind = 2;
 	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:")) != -1) {
 		switch (c) {
-		case 't':
-			if (!strcmp(optarg, "tcp"))
-				opt.smr = false;
-			else if (strcmp(optarg, "smr"))
-				usage();
-			break;
-		case '6':
-			opt.v6 = true;
-			break;
-		case 'a':
-			opt.addr = optarg;
-			break;
-		case 'p':
-			opt.port = parse_u64(optarg);
-			break;
-		case 'n':
-			opt.nconns = parse_u64(optarg);
-			break;
 		case 's':
-			opt.bytes = parse_u64(optarg);
+			opt.bytes = eng_parse_u64(optarg);
 			if (!opt.bytes)
 				opt.bytes = RS_ENDLESS;
 			break;
 		case 'S':
-			opt.seed = parse_u64(optarg);
+			opt.seed = eng_parse_u64(optarg);
 			break;
 		case 'm':
-			opt.max_io = parse_u64(optarg);
+			opt.max_io = eng_parse_u64(optarg);
 			break;
 		case 'M':
 			opt.expect = parse_expect(optarg);
@@ -1068,87 +831,43 @@ int main(int argc, char **argv)
 			opt.trigger_file = optarg;
 			break;
 		case 'W':
-			opt.fail_window_s = parse_u64(optarg);
+			opt.fail_window_s = eng_parse_u64(optarg);
 			break;
 		case 'H':
 			opt.hold_file = optarg;
 			break;
 		case 'h':
-			opt.hold_at = parse_u64(optarg);
+			opt.hold_at = eng_parse_u64(optarg);
 			hold_at_set = true;
 			break;
-		case 'R':
-			opt.ready_file = optarg;
-			break;
-		case 'T':
-			opt.timeout_s = parse_u64(optarg);
-			break;
-		case 'B':
-			opt.backlog = (int)parse_u64(optarg);
-			break;
-		case 'U':
-			opt.run_as_uid = (long)parse_u64(optarg);
-			break;
 		case 'C':
-			opt.corrupt_off = parse_u64(optarg);
+			opt.corrupt_off = eng_parse_u64(optarg);
 			break;
 		default:
-			usage();
+			if (!eng_parse_opt(c, optarg))
+				usage();
 		}
 	}
 	if (!hold_at_set)
 		opt.hold_at = opt.bytes;
-	if (optind != argc || opt.nconns < 1 || opt.timeout_s < 1 ||
-	    opt.max_io < 1 || opt.max_io > (1u << 30) ||
+	if (optind != argc || opt.max_io < 1 || opt.max_io > (1u << 30) ||
 	    (opt.hold_file && (opt.hold_at > opt.bytes || opt.bytes == RS_ENDLESS)))
 		usage();
-	if (opt.smr) {
-		smr_fam = smr_module_family();
-		if (smr_fam < 0) {
-			fprintf(stderr, "smr_stream: smr module not loaded (%s)\n",
-				SMR_FAMILY_SYSFS);
-			exit(2);
-		}
-	}
-	if (!getrlimit(RLIMIT_NOFILE, &rl) &&
-	    rl.rlim_cur < (rlim_t)opt.nconns + 64) {
-		rl.rlim_cur = opt.nconns + 64;
-		if (rl.rlim_max < rl.rlim_cur)
-			rl.rlim_max = rl.rlim_cur;
-		if (setrlimit(RLIMIT_NOFILE, &rl))
-			die("setrlimit(RLIMIT_NOFILE)");
-	}
-	signal(SIGPIPE, SIG_IGN);
-	/* the last word if everything else hangs: no summary, so a failure */
-	alarm(opt.timeout_s + 60);
-
-	conns = calloc(opt.nconns, sizeof(*conns));
+	eng_setup();
 	rxbuf = malloc(opt.max_io);
 	expbuf = malloc(opt.max_io);
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (!conns || !rxbuf || !expbuf || ep < 0)
-		die("setup");
-	t_begin = smr_now_ms();
-	deadline = t_begin + opt.timeout_s * 1000LL;
+	if (!rxbuf || !expbuf)
+		eng_die("setup");
 
-	if (opt.server)
-		server_listen();
-	else
-		client_connect_all();
-	run_loop();
+	eng_run();
 
-	for (i = 0; i < nstarted; i++) {
-		if (conns[i].state == ST_DONE)
-			continue;
-		conn_fail(&conns[i], ETIMEDOUT, t_trigger ? "hang" : "deadline");
-	}
+	eng_fail_unfinished(t_trigger ? "hang" : "deadline");
 	printf("summary role=%s type=%s ip=%d conns=%d started=%d ok=%d failed=%d tx=%llu rx=%llu elapsed_ms=%lld trigger_ms=%lld\n",
-	       opt.server ? "server" : "client", opt.smr ? "smr" : "tcp",
-	       opt.v6 ? 6 : 4, opt.nconns, nstarted, nok, opt.nconns - nok,
+	       eng_opt.server ? "server" : "client", eng_opt.smr ? "smr" : "tcp",
+	       eng_opt.v6 ? 6 : 4, eng_opt.nconns, eng_nstarted, eng_nok,
+	       eng_opt.nconns - eng_nok,
 	       (unsigned long long)tx_total, (unsigned long long)rx_total,
-	       smr_now_ms() - t_begin, t_trigger ? t_trigger - t_begin : -1LL);
+	       smr_now_ms() - eng_t_begin, t_trigger ? t_trigger - eng_t_begin : -1LL);
 	fflush(stdout);
-	if (listener.fd >= 0)
-		close(listener.fd);
-	return nok == opt.nconns ? 0 : 1;
+	return eng_nok == eng_opt.nconns ? 0 : 1;
 }

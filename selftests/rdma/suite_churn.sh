@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-# shellcheck shell=bash disable=SC2154 # a_tests.sh sets peer, work, stream, bg_pid
+# shellcheck shell=bash disable=SC2154 # guests.sh and bed.sh set peer, work, stream, bg_pid
 #
 # The churn suite's cases (selftests/churn_test.sh; sourced by
-# rdma_test.sh for the list, by a_tests.sh on host A for the case_ID
-# functions and by b_service.sh on host B for its b_VERB requests).
+# the build host for the list, on host A for the case_ID functions and on
+# host B for its b_VERB requests: selftests/lib/guests.sh).
 #
 #   burst     32 clients at once against listen(fd, 5) on B, over plain TCP
 #             and over SMR in the same boot: without SYN cookies TCP serves
@@ -22,7 +22,7 @@
 #             socket or connection is left, the link survives, counters
 #             back to their baseline
 
-# shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
+# shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
 	"burst|32 clients at once against listen(fd, 5), 100 bytes each way: without SYN cookies (3 rounds) plain TCP and SMR fail none; with them (2 rounds) SMR fails none other than TCP cookie connections TCP itself resets (plain TCP in the same boot: the reference)"
 	"privdrop|a root listener accepting as uid 65534, net.smr.mem_user_max 32 MiB (one batch pins about 21 MiB of root's): 100 connections in batches of 5 all in mode rdma, nothing refused for memory (charges returned to root)"
@@ -38,9 +38,13 @@ b_sysctl() {
 	sysctl -qw "$1"
 }
 
-# smr_slab: active objects of smr's socket slab ("SMR" in /proc/slabinfo).
+# smr_slab: objects in use in smr's socket slab ("SMR" in /proc/slabinfo),
+# "missing" if there is no such slab. SLUB counts the free objects of its
+# per-CPU slabs as active: shrinking the cache first flushes those, so what
+# is left is sockets still allocated.
 smr_slab() {
-	awk '$1 == "SMR" { print $2; found = 1 } END { if (!found) print 0 }' /proc/slabinfo
+	[ ! -w /sys/kernel/slab/SMR/shrink ] || echo 1 >/sys/kernel/slab/SMR/shrink
+	awk '$1 == "SMR" { print $2; found = 1 } END { if (!found) print "missing" }' /proc/slabinfo
 }
 
 b_smr_slab() {

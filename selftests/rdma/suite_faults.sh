@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
-# shellcheck shell=bash disable=SC2154 # a_tests.sh sets peer, work, out, bg_pid
+# shellcheck shell=bash disable=SC2154 # guests.sh and bed.sh set peer, work, out, bg_pid
 #
 # The faults suite's cases (selftests/faults_test.sh; sourced by
-# rdma_test.sh for the list, by a_tests.sh on host A for the case_ID
-# functions and by b_service.sh on host B for its b_VERB requests): a peer
+# the build host for the list, on host A for the case_ID functions and on
+# host B for its b_VERB requests: selftests/lib/guests.sh): a peer
 # that dies without a word, and one whose application never closes
 # (issue 9, items 5, 7 and 8). Documentation/design.rst, "Failure
 # semantics", gives the bounds checked here.
 
-# shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
+# shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"

@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
-# shellcheck shell=bash disable=SC2154 # a_tests.sh sets peer, work, out, stream
+# shellcheck shell=bash disable=SC2154 # guests.sh and bed.sh set peer, work, out, stream
 #
 # The stress suite's cases (selftests/stress_test.sh; sourced by
-# rdma_test.sh for the list, by a_tests.sh on host A for the case_ID
-# functions and by b_service.sh on host B for its b_VERB requests). Each
+# the build host for the list, on host A for the case_ID functions and on
+# host B for its b_VERB requests: selftests/lib/guests.sh). Each
 # reproduces a race that took a 2-vCPU guest down before its fix (issue 9,
 # items 1, 2, 3 and 11), as an unprivileged user where one could: the
 # guests boot with panic_on_warn, so a splat fails the run (and the
 # `guests` case), and every case also checks what the calls returned.
 # SMR_STRESS_ITERS scales the iteration counts (default 1).
 
-# shellcheck disable=SC2034 # read by rdma_test.sh and a_tests.sh
+# shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
 	"listen|listen() racing close() and connects, 2 threads x 2000 as uid 65534: every iteration runs, no splat (the work used to drop the listener's only reference)"
 	"hsclose|non-blocking connect() then close() after 0..3 ms, 2 threads x 1500 as uid 65534, to B and to this host: no splat, no socket left (the handshake timer used to run on a released TCP socket)"

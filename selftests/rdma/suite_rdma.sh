@@ -1,337 +1,59 @@
-#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034,SC2154 # registry read, work & co set by guests.sh
 #
-# Host A's side of selftests/rdma_test.sh (runs in a scripts/vm-run guest
-# while b_service.sh's control service runs on host B). Runs every case of
-# the RDMA data-path suite: smr_stream servers on B are started and read
-# back through B's control service, clients run here, and both hosts'
-# counters, links, rdma resources and module state are compared around
-# each step.
+# The rdma suite (selftests/rdma_test.sh): SMR's RDMA data path between two
+# guests. smr_stream servers on B are started and read back through B's
+# control service, clients run on A, and both hosts' counters, links, rdma
+# resources and module state are compared around each step. Every AF_SMR
+# socket checks its own SMR_INFO (mode, RDMA byte counters) and TCP_INFO
+# (the inner TCP connection carried the handshake only), and every byte of
+# pseudo-random streams both ways, at once, with random write and read
+# sizes from 1 byte to 1 MiB.
 #
-# Results go to $SMR_VM_OUT/results, one line per test:
-#   ID ok|fail SUMMARY
-# with $SMR_VM_OUT/diag-ID.txt (what was checked, what failed, counters).
-# Every client's and server's output is kept in $SMR_VM_OUT/conns/. Exit
-# status 0 when every test ran, passed or not.
+# links runs first: it needs a peer that no connection has linked to yet;
+# then the rest in TAP order (rxe reads the counters around integrity).
 #
-# The cases run in this order (the TAP order differs): links first, since
-# it needs a peer that no connection has linked to yet; then integrity
-# (with the rxe counters around it), inline CDCs, hostile CDCs, per-user
-# memory, link loss, rmmod.
-#
-# Environment (rdma_test.sh passes these through): SMR_EXPECT_MODE
-# (rdma|tcp, default rdma), SMR_RDMA_CONNS (100), SMR_RDMA_BYTES (bytes
-# each way per IPv4 connection, 1 MiB), SMR_RDMA_CONNS6 (20),
-# SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT (debug: stream offset
-# that the first IPv4 connection sends flipped), SMR_RDMA_TESTS (the cases
-# to run, default all: links integrity inline hostile usermem loss
-# rmmod).
-set -uo pipefail
+# Environment (selftests/rdma/bed.sh has the bed's): SMR_RDMA_CONNS (100),
+# SMR_RDMA_BYTES (bytes each way per IPv4 connection, 1 MiB),
+# SMR_RDMA_CONNS6 (20), SMR_RDMA_BYTES6 (SMR_RDMA_BYTES), SMR_RDMA_CORRUPT
+# (debug: stream offset that the first IPv4 connection sends flipped;
+# integrity must fail).
 
-# shellcheck source=selftests/rdma/rdma_lib.sh
-. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/rdma_lib.sh"
+suite_tests=(
+	"integrity|${SMR_RDMA_CONNS:-100} IPv4 + ${SMR_RDMA_CONNS6:-20} IPv6 AF_SMR connections, random streams both ways at once, random I/O sizes: every byte and both ends' hashes agree, SMR_INFO mode $expect with its byte counters, inner TCP as expected"
+	"rxe|rxe0 packet counters on both hosts cover the integrity payload each way (payload/4096)$([ "$expect" = tcp ] && echo ', inverted: payload not on rxe0')"
+	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
+	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
+	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
+	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host; 10 after they closed allocate nothing and re-register only their RMBs"
+	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
+	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"
+)
+suite_run_first=(links)
 
-out=$SMR_VM_OUT
-work=/tmp/rdma-a
-peer=$SMR_PEER_ADDR
-peer6=$SMR_PEER_ADDR6
-expect=${SMR_EXPECT_MODE:-rdma}
 conns4=${SMR_RDMA_CONNS:-100}
 bytes4=${SMR_RDMA_BYTES:-1048576}
 conns6=${SMR_RDMA_CONNS6:-20}
 bytes6=${SMR_RDMA_BYTES6:-$bytes4}
 corrupt=${SMR_RDMA_CORRUPT:-}
-run_tests=" ${SMR_RDMA_TESTS:-links integrity inline hostile usermem loss rmmod} "
 # links: bytes each way on the held connections
 links_bytes=262144
 # loss: connections, and how long they may live once the link is gone
 loss_conns=4
 loss_window=30
-stream=$RDMA_STREAM
-mkdir -p "$work" "$out/conns"
-: >"$out/results"
-export SMR_EXPECT_MODE=$expect
 
-log() {
-	echo "a_tests: $*"
+suite_a_setup() {
+	log "expected mode $expect; IPv4 $conns4 x $bytes4 B, IPv6 $conns6 x $bytes6 B each way"
 }
 
-# b_call VERB ARGS...: one request to host B's control service.
-b_call() {
-	printf '%s\n' "$*" | socat -t 300 -T 300 - "TCP:$peer:$RDMA_CTL_PORT" 2>&1
+# links_open NAME PORT N SECONDS WHICH TAG: N connections to B's PORT held
+# open (client_bg_ready NAME, bg_pid), then snapshot TAG of both hosts.
+links_open() {
+	client_bg_ready "$1" "$4" "$5 connections were not all through their data and held" \
+		-a "$peer" -p "$2" -n "$3" -s "$links_bytes" -H "$work/links.release" -T 240
+	snap "$6"
+	t_file "A's links with $5 connections held open" "$work/$6.a.links"
 }
-
-# --- per-test bookkeeping ----------------------------------------------------
-
-t_id=
-t_failed=0
-t_nfail=0
-t_summary=
-t_start=0
-
-t_begin() {
-	t_id=$1
-	t_failed=0
-	t_nfail=0
-	t_summary=
-	t_start=$SECONDS
-	: >"$out/diag-$t_id.txt"
-	log "test $t_id"
-}
-
-t_diag() {
-	printf '%s\n' "$*" >>"$out/diag-$t_id.txt"
-}
-
-# At most 30 failure lines per test: 100 connections could fail alike.
-t_fail() {
-	t_failed=1
-	t_nfail=$((t_nfail + 1))
-	if [ "$t_nfail" -le 30 ]; then
-		t_diag "FAIL: $*"
-		log "$t_id: FAIL: $*"
-	elif [ "$t_nfail" = 31 ]; then
-		t_diag "FAIL: (more failures not shown)"
-	fi
-}
-
-# t_note TEXT: goes into the test's one-line summary.
-t_note() {
-	t_summary+="${t_summary:+; }$*"
-}
-
-t_file() {
-	t_diag "--- $1:"
-	if [ -s "$2" ]; then
-		cut -c1-600 "$2" | head -n "${3:-15}" >>"$out/diag-$t_id.txt"
-	else
-		t_diag "(empty)"
-	fi
-}
-
-t_end() {
-	local v=ok
-	[ "$t_failed" = 0 ] || v=fail
-	[ "$t_nfail" -le 30 ] || t_note "$t_nfail failed checks"
-	echo "$t_id $v ${t_summary:-} ($((SECONDS - t_start)) s)" >>"$out/results"
-	log "test $t_id: $v"
-}
-
-# t_notrun ID: a case SMR_RDMA_TESTS left out still reports (a failure).
-t_notrun() {
-	echo "$1 fail not run: SMR_RDMA_TESTS='${run_tests# }'" >>"$out/results"
-}
-
-# ck WHAT ACTUAL OP EXPECTED: OP is eq, ne, ge, gt, le, lt.
-ck() {
-	local what=$1 a=$2 op=$3 e=$4 ok=1
-	case $op in
-	eq) [ "$a" = "$e" ] || ok=0 ;;
-	ne) [ "$a" != "$e" ] || ok=0 ;;
-	ge) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -ge "$e" ] || ok=0 ;;
-	gt) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -gt "$e" ] || ok=0 ;;
-	le) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -le "$e" ] || ok=0 ;;
-	lt) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -lt "$e" ] || ok=0 ;;
-	esac
-	if [ "$ok" = 1 ]; then
-		t_diag "ok: $what: $a ($op $e)"
-		return 0
-	fi
-	t_fail "$what: got '${a:-nothing}', expected $op '$e'"
-	return 1
-}
-
-# --- snapshots of both hosts ---------------------------------------------------
-
-# snap TAG: stats, links, QPs of both hosts into $work/TAG.{a,b}.*
-snap() {
-	local tag=$1
-	rdma_stats >"$work/$tag.a.stats"
-	rdma_links >"$work/$tag.a.links"
-	rdma_qps >"$work/$tag.a.qp"
-	b_call stats >"$work/$tag.b.stats"
-	b_call links >"$work/$tag.b.links"
-	b_call qps >"$work/$tag.b.qp"
-}
-
-# snap_stats TAG: the counters only (cheap enough while streams run).
-snap_stats() {
-	rdma_stats >"$work/$1.a.stats"
-	b_call stats >"$work/$1.b.stats"
-}
-
-# delta TAG1 TAG2 HOST NAME: growth of a counter between two snapshots.
-delta() {
-	local v1 v2
-	v1=$(rdma_kv "$work/$1.$3.stats" "$4")
-	v2=$(rdma_kv "$work/$2.$3.stats" "$4")
-	if [ -z "$v1" ] || [ -z "$v2" ]; then
-		echo "missing($4)"
-	else
-		echo $((v2 - v1))
-	fi
-}
-
-# --- running connections -----------------------------------------------------
-
-# serve NAME ARGS...: smr_stream server on B; fails the test if it does
-# not start.
-serve() {
-	local name=$1 r
-	shift
-	r=$(b_call serve "$name" "$@")
-	[ "$r" = ok ] && return 0
-	t_fail "$name: B's server did not start: $r"
-	return 1
-}
-
-# server_result NAME SECONDS: B's server output into $work/NAME.server.
-server_result() {
-	b_call result "$1" "$2" >"$work/$1.server"
-	cp "$work/$1.server" "$out/conns/"
-}
-
-# client NAME ARGS...: smr_stream client here (foreground), output in
-# $work/NAME.client, "rc=N" last.
-client() {
-	local name=$1
-	shift
-	"$stream" client "$@" >"$work/$name.client" 2>"$work/$name.client.err"
-	echo "rc=$?" >>"$work/$name.client"
-	cp "$work/$name.client" "$out/conns/"
-	[ ! -s "$work/$name.client.err" ] || cp "$work/$name.client.err" "$out/conns/"
-}
-
-# client_bg NAME ARGS...: the same in the background; sets bg_pid.
-bg_pid=
-client_bg() {
-	local name=$1
-	shift
-	(
-		"$stream" client "$@" >"$work/$name.client" 2>"$work/$name.client.err"
-		echo "rc=$?" >>"$work/$name.client"
-	) &
-	bg_pid=$!
-}
-
-client_bg_wait() {
-	wait "$1"
-	cp "$work/$2.client" "$out/conns/"
-	[ ! -s "$work/$2.client.err" ] || cp "$work/$2.client.err" "$out/conns/"
-}
-
-# pair_check NAME CONNS BYTES: the client's and the server's lines of a run
-# agree connection by connection (matched by the client's port): both ends
-# ok (stream intact, SMR_INFO and TCP_INFO as expected), each end's
-# tx_hash equal to the other's rx_hash, all bytes both ways. Fails the test
-# per problem; notes "N/N intact, modes ..." for the summary.
-pair_check() {
-	local name=$1 n=$2 bytes=$3 res line
-	res=$(awk -v n="$n" -v bytes="$bytes" -v name="$name" '
-		function kv(line, arr,    i, w, k) {
-			delete arr
-			split(line, w, " ")
-			for (i in w) {
-				k = index(w[i], "=")
-				if (k)
-					arr[substr(w[i], 1, k - 1)] = substr(w[i], k + 1)
-			}
-		}
-		# Connections failing alike are one line with a count: the
-		# first of them in full, the rest by their reason with the
-		# numbers taken out.
-		function bad(msg, ctx,    key) {
-			key = msg
-			gsub(/hash [0-9a-f]+/, "hash H", key)
-			gsub(/[0-9]+/, "N", key)
-			if (!(key in seen)) {
-				seen[key] = 0
-				order[++nkeys] = key
-				first[key] = (ctx == "" ? "" : ctx ": ") msg
-			}
-			seen[key]++
-		}
-		FNR == 1 { file++ }
-		file == 1 && /^conn / { kv($0, c); cl[c["lport"]] = $0; nc++ }
-		file == 1 && /^summary / { csum = $0 }
-		file == 1 && /^rc=/ { crc = substr($0, 4) }
-		file == 2 && /^conn / { kv($0, s); sv[s["rport"]] = $0; ns++ }
-		file == 2 && /^summary / { ssum = $0 }
-		file == 2 && /^rc=/ { src = substr($0, 4) }
-		END {
-			if (csum == "")
-				bad("no summary from the client (rc=" crc ")")
-			if (ssum == "")
-				bad("no summary from the server (rc=" src ")")
-			if (nc != n)
-				bad("client reported " nc " connections, want " n)
-			if (ns != n)
-				bad("server reported " ns " connections, want " n)
-			good = 0
-			for (p in cl) {
-				kv(cl[p], c)
-				ctx = "conn#" c["idx"] " (client port " p ")"
-				if (!(p in sv)) {
-					bad("no server line; client: ok=" c["ok"] " why=" c["why"], ctx)
-					continue
-				}
-				kv(sv[p], s)
-				fine = 1
-				if (c["ok"] != 1) {
-					bad("client: " c["why"] " [mode=" c["mode"] " reason=" c["reason"] " err=" c["err"] "@" c["at"] "]", ctx)
-					fine = 0
-				}
-				if (s["ok"] != 1) {
-					bad("server: " s["why"] " [mode=" s["mode"] " reason=" s["reason"] " err=" s["err"] "@" s["at"] "]", ctx)
-					fine = 0
-				}
-				if (c["tx_hash"] != s["rx_hash"]) {
-					bad("client sent hash " c["tx_hash"] ", server received hash " s["rx_hash"], ctx)
-					fine = 0
-				}
-				if (s["tx_hash"] != c["rx_hash"]) {
-					bad("server sent hash " s["tx_hash"] ", client received hash " c["rx_hash"], ctx)
-					fine = 0
-				}
-				if (c["tx"] != bytes || s["rx"] != bytes || s["tx"] != bytes || c["rx"] != bytes) {
-					bad("bytes c->s " c["tx"] "/" s["rx"] ", s->c " s["tx"] "/" c["rx"] ", want " bytes " each", ctx)
-					fine = 0
-				}
-				good += fine
-				modes[c["mode"] "/" c["reason"]]++
-				wmin = (wmin == "" || c["wmin"] + 0 < wmin) ? c["wmin"] + 0 : wmin
-				wmax = (c["wmax"] + 0 > wmax) ? c["wmax"] + 0 : wmax
-				rmin = (rmin == "" || c["rmin"] + 0 < rmin) ? c["rmin"] + 0 : rmin
-				rmax = (c["rmax"] + 0 > rmax) ? c["rmax"] + 0 : rmax
-				acked = (c["tcpi_acked"] + 0 > acked) ? c["tcpi_acked"] + 0 : acked
-				rcvd = (c["tcpi_rcvd"] + 0 > rcvd) ? c["tcpi_rcvd"] + 0 : rcvd
-			}
-			m = ""
-			for (k in modes)
-				m = m (m == "" ? "" : ",") k ":" modes[k]
-			printf "NOTE %d/%d intact, client modes %s, client write sizes %s..%s, read sizes %s..%s, inner TCP max acked %d received %d\n", good, n, (m == "" ? "none" : m), wmin, wmax, rmin, rmax, acked, rcvd
-			for (i = 1; i <= nkeys && i <= 12; i++) {
-				k = order[i]
-				print "FAIL " name ": " first[k] (seen[k] > 1 ? " (and " seen[k] - 1 " more connections alike)" : "")
-			}
-			if (nkeys > 12)
-				print "FAIL " name ": " nkeys - 12 " more kinds of problems"
-		}' "$work/$name.client" "$work/$name.server")
-	while IFS= read -r line; do
-		case $line in
-		"FAIL "*) t_fail "${line#FAIL }" ;;
-		"NOTE "*) t_note "$name: ${line#NOTE }"; t_diag "$name: ${line#NOTE }" ;;
-		esac
-	done <<<"$res"
-	grep -h '^summary ' "$work/$name.client" "$work/$name.server" | sed "s/^/$name: /" >>"$out/diag-$t_id.txt"
-}
-
-# summary_field NAME client|server KEY: a field of a run's summary line.
-summary_field() {
-	sed -n "s/^summary .* $3=\([^ ]*\).*/\1/p" "$work/$1.$2" | tail -n 1
-}
-
-# --- the cases -----------------------------------------------------------------
 
 # links: two simultaneous connections make one link; 20 more add no link
 # and no QP on either host; 10 after those closed reuse pooled buffers.
@@ -353,13 +75,8 @@ case_links() {
 	serve links2 -p 6111 -n 2 -s "$links_bytes" -T 240
 	serve links20 -p 6112 -n 20 -s "$links_bytes" -T 240
 	# two connections at the same moment to a peer without a link
-	client_bg links2 -a "$peer" -p 6111 -n 2 -s "$links_bytes" -H "$rel" \
-		-R "$work/links2.ready" -T 240
+	links_open links2 6111 2 90 "the 2 first" links.mid
 	pid2=$bg_pid
-	rdma_wait_file "$work/links2.ready" 90 "$pid2" ||
-		t_fail "the 2 first connections were not all through their data and held within 90 s"
-	snap links.mid
-	t_file "A's links with the 2 connections open" "$work/links.mid.a.links"
 	t_file "B's links with the 2 connections open" "$work/links.mid.b.links"
 	ck "A: links_created over the 2 simultaneous connections" \
 		"$(delta links.pre links.mid a links_created)" eq 1
@@ -373,13 +90,8 @@ case_links() {
 		"$(rdma_res_count "$work/links.mid.b.qp" smr)" ge 1
 
 	# 20 more while those two are held open
-	client_bg links20 -a "$peer" -p 6112 -n 20 -s "$links_bytes" -H "$rel" \
-		-R "$work/links20.ready" -T 240
+	links_open links20 6112 20 120 "the 20 later" links.post
 	pid20=$bg_pid
-	rdma_wait_file "$work/links20.ready" 120 "$pid20" ||
-		t_fail "the 20 later connections were not all through their data and held within 120 s"
-	snap links.post
-	t_file "A's links with all 22 connections open" "$work/links.post.a.links"
 	t_file "A's cm_ids and QPs with all 22 connections open" "$work/links.post.a.qp"
 	t_file "B's cm_ids and QPs with all 22 connections open" "$work/links.post.b.qp"
 	ck "A: links_created over the 20 later connections" \
@@ -456,8 +168,7 @@ links_drained() {
 case_integrity() {
 	local t0 cargs=()
 	t_begin integrity
-	rdma_rxe_counters >"$work/rxe.pre.a"
-	b_call rxe >"$work/rxe.pre.b"
+	snap_rxe rxe.pre
 	snap int.pre
 	t0=$SECONDS
 	[ -z "$corrupt" ] || cargs=(-C "$corrupt")
@@ -475,8 +186,7 @@ case_integrity() {
 		pair_check int6 "$conns6" "$bytes6"
 	fi
 	t_diag "IPv6: $((SECONDS - t0)) s"
-	rdma_rxe_counters >"$work/rxe.post.a"
-	b_call rxe >"$work/rxe.post.b"
+	snap_rxe rxe.post
 	snap int.post
 	t_diag "SMR counters that moved (A, B):"
 	for k in mode_rdma mode_tcp rdma_bytes_sent rdma_bytes_received tcp_bytes_sent \
@@ -485,7 +195,6 @@ case_integrity() {
 	done
 	t_note "expected mode $expect"
 	t_end
-	case_rxe
 }
 
 # rxe: the soft-RoCE packet counters of both hosts over the integrity runs
@@ -502,17 +211,17 @@ case_rxe() {
 	ck "payload B->A" "$ba" gt 0
 	for h in a b; do
 		for k in sent_pkts rcvd_pkts; do
-			t_diag "${h^^} $k: $(rdma_kv "$work/rxe.pre.$h" $k) -> $(rdma_kv "$work/rxe.post.$h" $k)"
+			t_diag "${h^^} $k: $(rdma_kv "$work/rxe.pre.$h.rxe" $k) -> $(rdma_kv "$work/rxe.post.$h.rxe" $k)"
 		done
 	done
 	declare -A dl=()
 	for h in a b; do
 		for k in sent_pkts rcvd_pkts; do
 			name="${h^^} rxe0 $k"
-			v1=$(rdma_kv "$work/rxe.pre.$h" $k)
-			v2=$(rdma_kv "$work/rxe.post.$h" $k)
+			v1=$(rdma_kv "$work/rxe.pre.$h.rxe" $k)
+			v2=$(rdma_kv "$work/rxe.post.$h.rxe" $k)
 			if [ -z "$v1" ] || [ -z "$v2" ]; then
-				t_fail "$name: no counter (hw_counters of rxe0 port 1: $(awk '{ printf "%s ", $1 }' "$work/rxe.pre.$h"))"
+				t_fail "$name: no counter (hw_counters of rxe0 port 1: $(awk '{ printf "%s ", $1 }' "$work/rxe.pre.$h.rxe"))"
 				continue
 			fi
 			d=$((v2 - v1))
@@ -609,25 +318,21 @@ case_hostile() {
 		return
 	fi
 	serve hold -p 6150 -n 1 -s 65536 -S 3 -T 600 || { t_end; return; }
-	client_bg hold -a "$peer" -p 6150 -n 1 -s 65536 -S 3 -H "$rel" \
-		-R "$work/hold.ready" -T 600
+	client_bg_ready hold 60 "the held connection was not through its data" \
+		-a "$peer" -p 6150 -n 1 -s 65536 -S 3 -H "$rel" -T 600
 	pid_hold=$bg_pid
-	rdma_wait_file "$work/hold.ready" 60 "$pid_hold" ||
-		t_fail "the held connection was not through its data within 60 s"
 	snap hos.pre
 	for i in "${!hostile_rules[@]}"; do
 		rule=${hostile_rules[$i]} name=hos$((i + 1))
-		rm -f "$work/$name.trigger" "$work/$name.ready"
+		rm -f "$work/$name.trigger"
 		# before the stream starts: a saturated guest answers slowly
 		snap_stats "$name.pre"
 		# random sizes: small writes go inline (rule 6), big ones by WRITE
 		serve "$name" -p $((6151 + i)) -n 1 -s 0 -F -W 20 \
 			-X "/tmp/rdma-b/$name.trigger" -T 120 || continue
-		client_bg "$name" -a "$peer" -p $((6151 + i)) -n 1 -s 0 -F -W 20 \
-			-X "$work/$name.trigger" -R "$work/$name.ready" -T 120
+		client_bg_ready "$name" 60 "$rule: the transfer did not get going" \
+			-a "$peer" -p $((6151 + i)) -n 1 -s 0 -F -W 20 -X "$work/$name.trigger" -T 120
 		pid=$bg_pid
-		rdma_wait_file "$work/$name.ready" 60 "$pid" ||
-			t_fail "$rule: the transfer did not get going within 60 s"
 		b_call trigger "$name" >/dev/null
 		: >"$work/$name.trigger"
 		echo $((i + 1)) >"$fault"
@@ -671,7 +376,6 @@ case_hostile() {
 # run on RDMA again (the charge was given back).
 case_usermem() {
 	local nob=$work/nobody rel pid n_rdma n_nomem n_other limit_delta r saved
-	local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	t_begin usermem
 	if [ "$expect" = tcp ]; then
 		t_note "no buffers in mode tcp: nothing to bound"
@@ -686,13 +390,9 @@ case_usermem() {
 	saved=$(sysctl -n net.smr.mem_user_max)
 	sysctl -qw net.smr.mem_user_max=1048576
 	if serve um1 -p 6141 -n 16 -s 65536 -M any -T 300; then
-		(
-			"${as_nobody[@]}" "$stream" client -a "$peer" -p 6141 -n 16 -s 65536 \
-				-M any -H "$rel" -R "$nob/um1.ready" -T 300 >"$work/um1.client" \
-				2>"$work/um1.client.err"
-			echo "rc=$?" >>"$work/um1.client"
-		) &
-		pid=$!
+		client_bg -u 65534 um1 -a "$peer" -p 6141 -n 16 -s 65536 \
+			-M any -H "$rel" -R "$nob/um1.ready" -T 300
+		pid=$bg_pid
 		rdma_wait_file "$nob/um1.ready" 120 "$pid" ||
 			t_fail "uid 65534's 16 connections were not through their data within 120 s"
 		# root, while uid 65534 holds its connections
@@ -721,10 +421,7 @@ case_usermem() {
 	sleep 2
 	rm -f "$nob/um3.ready"
 	if serve um3 -p 6143 -n 2 -s 65536 -T 120; then
-		"${as_nobody[@]}" "$stream" client -a "$peer" -p 6143 -n 2 -s 65536 -T 120 \
-			>"$work/um3.client" 2>"$work/um3.client.err"
-		echo "rc=$?" >>"$work/um3.client"
-		cp "$work/um3.client" "$out/conns/"
+		client -u 65534 um3 -a "$peer" -p 6143 -n 2 -s 65536 -T 120
 		server_result um3 60
 		pair_check um3 2 65536
 	fi
@@ -734,22 +431,37 @@ case_usermem() {
 	t_end
 }
 
+# unload_both WHEN: every stream of A's ended, then rmmod smr on A and on B
+# (the case fails if either refuses); A's refcnt by then in unload_refs.
+unload_refs=
+unload_both() {
+	local r
+	pkill_streams
+	r=$(rdma_wait_unref 10)
+	t_diag "A: $1: $r"
+	unload_refs=$(sed -n 's/.*refcnt=\([^ ]*\).*/\1/p' <<<"$r")
+	r=$(rdma_rmmod)
+	[[ $r == rc=0* ]] || t_fail "A: rmmod smr $1: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
+	t_diag "B: $1: $(b_call unref 10)"
+	r=$(b_call rmmod)
+	[[ $r == rc=0* ]] || t_fail "B: rmmod smr $1: $(tr '\n' ' ' <<<"$r")"
+}
+
 # loss: B's rxe0 goes away under bulk transfers both ways.
 case_loss() {
 	local pid r t0 ok_n fb f line
 	t_begin loss
-	rm -f "$work/loss.trigger" "$work/loss.ready"
+	rm -f "$work/loss.trigger"
 	if serve loss -p 6121 -n "$loss_conns" -s 0 -F -X /tmp/rdma-b/loss.trigger \
 		-W "$loss_window" -T 300; then
-		client_bg loss -a "$peer" -p 6121 -n "$loss_conns" -s 0 -F \
-			-X "$work/loss.trigger" -W "$loss_window" -R "$work/loss.ready" -T 300
+		client_bg_ready loss 120 "the bulk transfers did not reach 256 KiB each way" \
+			-a "$peer" -p 6121 -n "$loss_conns" -s 0 -F -X "$work/loss.trigger" \
+			-W "$loss_window" -T 300
 		pid=$bg_pid
-		if ! rdma_wait_file "$work/loss.ready" 120 "$pid"; then
-			t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
-		fi
 		# the clock starts before the deletion: its own time counts
 		: >"$work/loss.trigger"
 		t0=$(date +%s%N)
+		b_call trigger loss >/dev/null
 		r=$(b_call rxe_del)
 		t_diag "B: rdma link delete rxe0 took $((($(date +%s%N) - t0) / 1000000)) ms: $(tr '\n' ' ' <<<"$r")"
 		[[ $r == rc=0* ]] || t_fail "B: rdma link delete rxe0 failed: $r"
@@ -786,14 +498,7 @@ case_loss() {
 	fi
 
 	# nothing left open: both modules unload, nothing of smr stays
-	pkill_streams
-	r=$(rdma_wait_unref 10)
-	t_diag "A: $r"
-	r=$(rdma_rmmod)
-	[[ $r == rc=0* ]] || t_fail "A: rmmod smr after the link loss: $(tr '\n' ' ' <<<"$r") ($(rdma_wait_unref 0))"
-	t_diag "B: $(b_call unref 10)"
-	r=$(b_call rmmod)
-	[[ $r == rc=0* ]] || t_fail "B: rmmod smr after the link loss: $(tr '\n' ' ' <<<"$r")"
+	unload_both "after the link loss"
 	r=$(rdma_smr_res)
 	if [ -n "$r" ]; then
 		t_fail "A: rdma resources of smr left after rmmod: $(head -n 5 <<<"$r" | tr '\n' ';')"
@@ -810,28 +515,16 @@ case_loss() {
 	t_end
 }
 
-# Kill smr_stream clients this script started that are still running.
-pkill_streams() {
-	local p
-	for p in $(jobs -p); do
-		kill "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	return 0
-}
-
 # rmmod: refused with a socket open, the socket still works, then
 # accepted once it is closed; nothing of smr stays behind.
 case_rmmod() {
-	local pid r refs k
+	local pid r k
 	t_begin rmmod
-	rm -f "$work/rm.release" "$work/rm.ready"
+	rm -f "$work/rm.release"
 	if serve rmmod -p 6131 -n 1 -s 2097152 -T 240; then
-		client_bg rmmod -a "$peer" -p 6131 -n 1 -s 2097152 -h 1048576 \
-			-H "$work/rm.release" -R "$work/rm.ready" -T 240
+		client_bg_ready rmmod 90 "the connection did not move its first 1 MiB each way" \
+			-a "$peer" -p 6131 -n 1 -s 2097152 -h 1048576 -H "$work/rm.release" -T 240
 		pid=$bg_pid
-		rdma_wait_file "$work/rm.ready" 90 "$pid" ||
-			t_fail "the connection did not move its first 1 MiB each way within 90 s"
 		r=$(rdma_rmmod)
 		t_diag "A: rmmod smr with a socket open: $(tr '\n' ' ' <<<"$r")"
 		if [[ $r == rc=0* ]]; then
@@ -848,16 +541,8 @@ case_rmmod() {
 		server_result rmmod 60
 		pair_check rmmod 1 2097152
 	fi
-	pkill_streams
-	r=$(rdma_wait_unref 10)
-	t_diag "A: after close: $r"
-	refs=$(sed -n 's/.*refcnt=\([^ ]*\).*/\1/p' <<<"$r")
-	ck "A: module refcnt within 10 s of the last close" "$refs" eq 0
-	r=$(rdma_rmmod)
-	[[ $r == rc=0* ]] || t_fail "A: rmmod smr after the last close: $(tr '\n' ' ' <<<"$r")"
-	t_diag "B: after close: $(b_call unref 10)"
-	r=$(b_call rmmod)
-	[[ $r == rc=0* ]] || t_fail "B: rmmod smr after the last close: $(tr '\n' ' ' <<<"$r")"
+	unload_both "after the last close"
+	ck "A: module refcnt within 10 s of the last close" "$unload_refs" eq 0
 	r=$(rdma_smr_res)
 	[ -z "$r" ] || t_fail "A: rdma resources of smr after rmmod: $(head -n 5 <<<"$r" | tr '\n' ';')"
 	r=$(b_call smr_res)
@@ -879,46 +564,3 @@ case_rmmod() {
 	t_end
 }
 
-# --- start ----------------------------------------------------------------------
-
-if [ ! -x "$stream" ]; then
-	log "FATAL: $stream missing (make -C selftests/rdma)"
-	exit 1
-fi
-log "expected mode $expect; IPv4 $conns4 x $bytes4 B, IPv6 $conns6 x $bytes6 B each way"
-log "waiting for host B's control service"
-for _ in $(seq 120); do
-	[ "$(b_call ping 2>/dev/null)" = pong ] && break
-	sleep 1
-done
-if [ "$(b_call ping 2>/dev/null)" != pong ]; then
-	log "FATAL: host B's control service does not answer"
-	exit 1
-fi
-
-suite=${SMR_RDMA_SUITE:-rdma}
-if [ "$suite" = rdma ]; then
-	for c in links integrity inline hostile usermem loss rmmod; do
-		if [[ $run_tests == *" $c "* ]]; then
-			"case_$c"
-		else
-			t_notrun "$c"
-			[ "$c" != integrity ] || t_notrun rxe
-		fi
-	done
-else
-	# another suite on this bed: its cases in TAP order (guests is the host's)
-	suite_tests=()
-	# shellcheck disable=SC1090
-	. "$RDMA_DIR/suite_$suite.sh"
-	run_tests=" ${SMR_RDMA_TESTS:-$(for t in "${suite_tests[@]}"; do printf '%s ' "${t%%|*}"; done)} "
-	for t in "${suite_tests[@]}"; do
-		c=${t%%|*}
-		if [[ $run_tests == *" $c "* ]] && declare -F "case_$c" >/dev/null; then
-			"case_$c"
-		else
-			t_notrun "$c"
-		fi
-	done
-fi
-log "done"

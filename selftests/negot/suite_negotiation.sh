@@ -1,37 +1,62 @@
-#!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034,SC2154 # registry read, work & co set by guests.sh
 #
-# Host A's side of selftests/negotiation_test.sh (runs in a scripts/vm-run
-# guest while negot_b.sh's control service runs on host B). Runs every
-# negotiation case: B's servers, nftables rules, sysctls and middlebox are
-# set up through B's control service; clients run here; both ends report
-# each connection (negot_probe's "conn" lines) and the SYNs and SYN-ACKs on
-# A's NIC are captured for the wire checks.
+# The negotiation suite (selftests/negotiation_test.sh): SMR's TCP-option
+# negotiation and handshake between two guests. B's servers (negot_probe),
+# nftables rules, sysctls and an echoing NFQUEUE middlebox (negot_echo_mb)
+# are set up through B's control service; clients run on A; both ends
+# report each connection (negot_probe's "conn" lines) and the SYNs and
+# SYN-ACKs on A's NIC are captured for the wire checks. Every connection is
+# checked from both ends: mode and reason (SMR_INFO), tokens, RMB sizes,
+# handshake message and byte counts, byte counters (RDMA's share of them
+# too) and /proc/net/smr/stats, and SHA-256 plus offset-exact pattern
+# checks of the data both ways. Negotiated pairs end in mode rdma; the
+# other cases fall back to TCP, each with its reason.
 #
-# Results go to $SMR_VM_OUT/results, one line per test:
-#   ID ok|fail SUMMARY
-# with $SMR_VM_OUT/diag-ID.txt (what was checked, what failed, the
-# connection lines). Every client's and server's output is kept in
-# $SMR_VM_OUT/conns/. Exit status 0 when every test ran, passed or not.
-set -uo pipefail
-
-# shellcheck source=selftests/negot/negot_lib.sh
-. "$SMR_REPO/selftests/negot/negot_lib.sh"
-
-out=$SMR_VM_OUT
-work=/tmp/negot-a
-peer=$SMR_PEER_ADDR
-peer6=$SMR_PEER_ADDR6
-self=$SMR_SELF_ADDR
-probe=$NEGOT_BIN/negot_probe
-pcap=$work/syn.pcap
-mkdir -p "$work" "$out/conns"
+# Environment: SMR_NEGOT_TESTS (the cases to run, default all; the wire
+# cases read the captures of the negotiated and plain ones),
+# SMR_NEGOT_TIMEOUT (vm-run's timeout in s, default 900).
 # (no process substitution below: the guests' /dev has no /dev/fd)
-: >"$out/results"
 
-log() {
-	echo "negot_a: $*"
-}
+suite_tests=(
+	"negotiated_v4_nb|SMR<->SMR IPv4, non-blocking, data both ways at once: handshake done, mode rdma (reason none) both ends, bytes by RDMA"
+	"negotiated_v4_b|SMR<->SMR IPv4, blocking connect/accept: mode rdma both ends, data intact"
+	"negotiated_v6_nb|SMR<->SMR IPv6, non-blocking: mode rdma both ends, data intact"
+	"negotiated_v6_b|SMR<->SMR IPv6, blocking: mode rdma both ends, data intact"
+	"negotiated_server_first|SMR<->SMR, server sends first (client waits): mode rdma both ends, data intact"
+	"negotiated_client_first|SMR<->SMR IPv6, client sends first (server waits): mode rdma both ends, data intact"
+	"plain_server|SMR client -> plain TCP listener: client peer_no_smr, server gets exactly the client's bytes"
+	"plain_client|plain TCP client -> SMR listener: server peer_no_smr, data intact"
+	"strip_answer|nftables strips the answer from SYN-ACKs: client peer_no_smr, data intact"
+	"strip_answer_server_first|answer stripped, server speaks first: server handshake_timeout, data intact"
+	"syn_cookies|tcp_syncookies=2 on the server: syn_cookies on both ends, data intact"
+	"wire_syn|wire: plain SYN has no kind 254 and equals SMR's SYN minus SMR's option"
+	"wire_synack|wire: SMR listener's SYN-ACK answers with role 2 and the nonce's proof"
+	"option_echoed|middlebox echoes the SYN's option: client option_echoed, no handshake bytes"
+	"tcp_md5_plain|TCP-MD5 to a plain listener: client option_no_space, data intact"
+	"tcp_md5_smr|TCP-MD5 to an SMR listener: client option_no_space, server peer_no_smr"
+	"reuseport|two SO_REUSEPORT SMR listeners: 20 connections in mode rdma, data intact"
+	"many_connects|1000 simultaneous non-blocking SMR connects: all in mode rdma, counters consistent"
+	"timeout_client|no ACCEPT comes, PROPOSAL unacknowledged: client resets after 4 x net.smr.handshake_timeout_ms, reason handshake_timeout"
+	"timeout_server|no PROPOSAL comes: server falls back (handshake_timeout), no bytes leak"
+	"declined|B without an RDMA device declines in its SYN-ACK: client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake messages, data intact"
+)
+
+bed_name=negot
+bed_ctl_port=7000
+bed_run_name=negot
+bed_timeout_var=SMR_NEGOT_TIMEOUT
+bed_select_var=SMR_NEGOT_TESTS
+bed_needs=(tcpdump socat nft python3)
+bed_make=(selftests/negot)
+NEGOT_DIR=$BED_TOP/selftests/negot
+NEGOT_BIN=$BED_TOP/build/negot
+# The NFQUEUE number of the echoing middlebox.
+NEGOT_ECHO_QUEUE=7
+probe=$NEGOT_BIN/negot_probe
+bed_server=("$probe")
+# 1000 connections are checked field by field: only failures are written
+ck_log_ok=0
 
 # Handshake messages on the TCP stream, bytes (Documentation/protocol.rst):
 # the client sends PROPOSAL and CONFIRM, the server ACCEPT.
@@ -40,83 +65,104 @@ HS_ACCEPT=80
 HS_CONFIRM=44
 HS_CLIENT_SENT=$((HS_PROPOSAL + HS_CONFIRM))
 
-# b_call VERB ARGS...: one request to host B's control service.
-b_call() {
-	printf '%s\n' "$*" | socat -t 200 -T 200 - "TCP:$peer:$NEGOT_CTL_PORT" 2>&1
+# negot_kv ARRAY LINE: ARRAY[key]=value for each key=value word of LINE
+# (the "conn ..." and "summary ..." lines of negot_probe, the lines of
+# negot_pcap.py).
+negot_kv() {
+	local -n negot_kv_arr=$1
+	local - w
+	set -f	# split the line into words, never glob them
+	negot_kv_arr=()
+	for w in $2; do
+		[[ $w == *=* ]] && negot_kv_arr[${w%%=*}]=${w#*=}
+	done
+	return 0
 }
 
-# --- per-test bookkeeping ----------------------------------------------------
-
-t_id=
-t_failed=0
-t_nfail=0
-t_summary=
-t_start=0
-
-t_begin() {
-	t_id=$1
-	t_failed=0
-	t_nfail=0
-	t_summary=
-	t_start=$SECONDS
-	: >"$out/diag-$t_id.txt"
-	log "test $t_id"
+suite_a_setup() {
+	pcap=$work/syn.pcap
+	cap_start
 }
 
-t_diag() {
-	printf '%s\n' "$*" >>"$out/diag-$t_id.txt"
+suite_a_teardown() {
+	kill -INT "$tcpdump_pid" 2>/dev/null
+	wait "$tcpdump_pid" 2>/dev/null
+	cp "$pcap" "$out/syn.pcap"
+	python3 "$NEGOT_DIR/negot_pcap.py" "$pcap" >"$out/syn.txt" 2>&1
 }
 
-# At most 25 failure lines per test: 1000 connections could fail alike.
-t_fail() {
-	t_failed=1
-	t_nfail=$((t_nfail + 1))
-	if [ "$t_nfail" -le 25 ]; then
-		t_diag "FAIL: $*"
-		log "$t_id: FAIL: $*"
-	elif [ "$t_nfail" = 26 ]; then
-		t_diag "FAIL: (more failures not shown)"
+# --- host B ----------------------------------------------------------------------
+
+# strip_answer PORT: SYN-ACKs from PORT leave without their kind-254
+# option (nftables overwrites it with NOPs, after SMR's output hook).
+b_strip_answer() {
+	nft -f - <<-EOF && echo ok
+	table inet negot_strip {
+		chain out {
+			type filter hook output priority filter; policy accept;
+			tcp sport $1 tcp flags & (syn | ack) == syn | ack reset tcp option 254 counter
+		}
+	}
+	EOF
+}
+
+# drop_hs PORT: segments to PORT whose payload starts with the handshake
+# magic ("SMRH") never arrive: the server never sees a PROPOSAL.
+b_drop_hs() {
+	nft -f - <<-EOF && echo ok
+	table inet negot_drop {
+		chain in {
+			type filter hook input priority filter; policy accept;
+			tcp dport $1 @ih,0,32 0x534d5248 counter drop
+		}
+	}
+	EOF
+}
+
+# echo_start PORT: SYN-ACKs from PORT echo the SYN's SMR option verbatim.
+b_echo_start() {
+	local port=$1
+	start_detached echo_mb "$NEGOT_BIN/negot_echo_mb" -q "$NEGOT_ECHO_QUEUE" \
+		-p "$port" -R "$work/echo_mb.ready"
+	if ! wait_detached echo_mb "$work/echo_mb.ready" 20; then
+		echo "fail: negot_echo_mb did not start"
+		cat "$work/echo_mb.err" 2>/dev/null
+		return
 	fi
+	nft -f - <<-EOF && echo ok
+	table inet negot_echo {
+		chain in {
+			type filter hook input priority filter; policy accept;
+			tcp dport $port tcp flags & (syn | ack) == syn counter queue num $NEGOT_ECHO_QUEUE bypass
+		}
+		chain out {
+			type filter hook output priority filter; policy accept;
+			tcp sport $port tcp flags & (syn | ack) == syn | ack counter queue num $NEGOT_ECHO_QUEUE bypass
+		}
+	}
+	EOF
 }
 
-# t_note TEXT: goes into the test's one-line summary.
-t_note() {
-	t_summary+="${t_summary:+; }$*"
+b_echo_stop() {
+	nft delete table inet negot_echo 2>/dev/null
+	stop_detached echo_mb
+	cat "$work/echo_mb.out" 2>/dev/null
+	sed 's/^/stderr: /' "$work/echo_mb.err" 2>/dev/null
 }
 
-t_file() {
-	t_diag "--- $1:"
-	if [ -s "$2" ]; then
-		cut -c1-400 "$2" | head -n "${3:-12}" >>"$out/diag-$t_id.txt"
-	else
-		t_diag "(empty)"
-	fi
+b_nft_list() {
+	nft list ruleset
 }
 
-t_end() {
-	local v=ok
-	[ "$t_failed" = 0 ] || v=fail
-	[ "$t_nfail" -le 25 ] || t_note "$t_nfail failed checks"
-	echo "$t_id $v ${t_summary:-} ($((SECONDS - t_start)) s)" >>"$out/results"
-	log "test $t_id: $v"
+b_nft_flush() {
+	local t
+	for t in $(nft list tables 2>/dev/null | awk '$3 ~ /^negot_/ { print $2 "/" $3 }'); do
+		nft delete table "${t%/*}" "${t#*/}"
+	done
+	echo ok
 }
 
-# ck WHAT ACTUAL OP EXPECTED: OP is eq, ne, ge, le or in (a word list).
-ck() {
-	local what=$1 a=$2 op=$3 e=$4 ok=1
-	case $op in
-	eq) [ "$a" = "$e" ] || ok=0 ;;
-	ne) [ "$a" != "$e" ] || ok=0 ;;
-	ge) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -ge "$e" ] || ok=0 ;;
-	le) [[ $a =~ ^-?[0-9]+$ ]] && [ "$a" -le "$e" ] || ok=0 ;;
-	in) [[ " $e " == *" $a "* ]] || ok=0 ;;
-	esac
-	[ "$ok" = 1 ] && return 0
-	t_fail "$what: got '$a', expected $op '$e'"
-	return 1
-}
-
-# --- running connections -----------------------------------------------------
+# --- host A: running connections ---------------------------------------------
 
 # pair NAME PORT 'SERVER ARGS' 'CLIENT ARGS' [WAIT]: negot_probe server on B,
 # negot_probe client here; outputs in $work/NAME.{client,server}.
@@ -157,7 +203,7 @@ ck_summaries() {
 	done
 }
 
-declare -A C S
+declare -gA C S
 pair_ctx=
 pair_count=0
 
@@ -344,37 +390,19 @@ ck_no_spurious() {
 	ck "$1 server: listener EPOLLIN with nothing to accept" "${sm[spurious_accept_wakeups]:-}" eq 0
 }
 
-# snap LABEL: counters of both hosts into $work/LABEL.{a,b}.
-snap() {
-	cat /proc/net/smr/stats >"$work/$1.a"
-	b_call stats >"$work/$1.b"
-}
-
-# delta HOST FROM TO NAME: how much a counter moved between two snapshots.
-delta() {
-	local a b
-	a=$(negot_stat "$work/$2.$1" "$4")
-	b=$(negot_stat "$work/$3.$1" "$4")
-	if [[ $a =~ ^[0-9]+$ ]] && [[ $b =~ ^[0-9]+$ ]]; then
-		echo $((b - a))
-	else
-		echo "missing"
-	fi
-}
-
 # ck_deltas HOST FROM TO NAME=N...: counter changes, exactly.
 ck_deltas() {
 	local h=$1 from=$2 to=$3 kv
 	shift 3
 	for kv in "$@"; do
-		ck "host ${h^^} counter ${kv%%=*} change" "$(delta "$h" "$from" "$to" "${kv%%=*}")" eq "${kv#*=}"
+		ck "host ${h^^} counter ${kv%%=*} change" "$(delta "$from" "$to" "$h" "${kv%%=*}")" eq "${kv#*=}"
 	done
 }
 
 # ck_no_fallback HOST FROM TO: no fallback_* counter moved.
 ck_no_fallback() {
 	local names
-	names=$(awk '$1 ~ /^fallback_/ { printf "%s=0 ", $1 }' "$work/$3.$1")
+	names=$(awk '$1 ~ /^fallback_/ { printf "%s=0 ", $1 }' "$work/$3.$1.stats")
 	if [ -z "$names" ]; then
 		t_fail "host ${1^^}: no fallback_* counters in /proc/net/smr/stats"
 		return
@@ -407,8 +435,8 @@ ck_rdma_deltas() {
 snap_settled() {
 	local i
 	for ((i = 0; i < 40; i++)); do
-		snap "$1"
-		[ "$(delta a "$2" "$1" sockets_active)/$(delta b "$2" "$1" sockets_active)" = 0/0 ] &&
+		snap_stats "$1"
+		[ "$(delta "$2" "$1" a sockets_active)/$(delta "$2" "$1" b sockets_active)" = 0/0 ] &&
 			break
 		sleep 0.5
 	done
@@ -441,7 +469,7 @@ cap_lines() {
 		awk -v p="$1" '$0 ~ (" dport=" p " ") || $0 ~ (" sport=" p " ")'
 }
 
-declare -A P
+declare -gA P
 
 # cap_syn PORT CLIENT_PORT KIND: fill P with the capture's syn or synack of
 # that connection; false if it is not there.
@@ -489,7 +517,7 @@ client_nb=1
 order=both
 
 # negotiated ID NAME PORT FAMILY BLOCKING ORDER N: SMR client to SMR server.
-case_negotiated() {
+negotiated() {
 	local id=$1 name=$2 port=$3 fam=$4 blocking=$5 n=$7
 	order=$6
 	local addr=$peer fargs='' bargs=''
@@ -499,9 +527,9 @@ case_negotiated() {
 	c2s=262144 s2c=196608
 	local common="$fargs $bargs -n $n -s $c2s -r $s2c -o $order"
 	t_begin "$id"
-	snap "$name.before"
+	snap_stats "$name.before"
 	pair "$name" "$port" "$common" "-a $addr $common"
-	snap "$name.after"
+	snap_stats "$name.after"
 	ck_summaries "$name" "$n"
 	each_pair "$name" chk_negotiated_pair
 	ck "$name connections checked" "$pair_count" eq "$n"
@@ -513,6 +541,13 @@ case_negotiated() {
 	t_file "$name server" "$work/$name.server" 3
 	t_end
 }
+
+case_negotiated_v4_nb() { negotiated negotiated_v4_nb neg4nb 5101 4 0 both 4; }
+case_negotiated_v4_b() { negotiated negotiated_v4_b neg4b 5102 4 1 both 4; }
+case_negotiated_v6_nb() { negotiated negotiated_v6_nb neg6nb 5103 6 0 both 4; }
+case_negotiated_v6_b() { negotiated negotiated_v6_b neg6b 5104 6 1 both 4; }
+case_negotiated_server_first() { negotiated negotiated_server_first negsf 5105 4 0 server-first 2; }
+case_negotiated_client_first() { negotiated negotiated_client_first negcf 5106 6 1 client-first 2; }
 
 chk_plain_server_pair() {
 	ck_data
@@ -575,7 +610,7 @@ chk_strip_pair() {
 	strip_server_reasons+=" ${S[reason]}"
 }
 
-case_strip() {
+case_strip_answer() {
 	local r
 	t_begin strip_answer
 	c2s=50000 s2c=50000
@@ -610,7 +645,7 @@ chk_strip_sf_pair() {
 	strip_first_rx=${C[first_rx_ms]}
 }
 
-case_strip_server_first() {
+case_strip_answer_server_first() {
 	local r
 	t_begin strip_answer_server_first
 	c2s=20000 s2c=20000
@@ -716,7 +751,7 @@ chk_echo_pair() {
 	ck_fallback client C 13
 }
 
-case_echo() {
+case_option_echoed() {
 	local r n
 	t_begin option_echoed
 	c2s=40000 s2c=40000
@@ -753,29 +788,31 @@ chk_md5_smr_pair() {
 	ck_fallback server S 2
 }
 
-case_md5() {
+# md5_pair ID NAME PORT 'SERVER ARGS' CHECK: a case of 2 connections with
+# TCP-MD5 on both ends, their SYNs without SMR's option.
+md5_pair() {
 	local key=smr-negot-md5-key
 	c2s=30000 s2c=30000
 	client_nb=1
-	t_begin tcp_md5_plain
-	pair md5_plain 5801 "-t tcp -n 2 -m $key -P $self -s $c2s -r $s2c" \
+	t_begin "$1"
+	pair "$2" "$3" "$4 -n 2 -m $key -P $self -s $c2s -r $s2c" \
 		"-a $peer -n 2 -m $key -s $c2s -r $s2c"
-	ck_summaries md5_plain 2
-	each_pair md5_plain chk_md5_plain_pair
+	ck_summaries "$2" 2
+	each_pair "$2" "$5"
 	ck "connections checked" "$pair_count" eq 2
-	ck_wire 5801 "${C[lport]:-0}" no none
+	ck_wire "$3" "${C[lport]:-0}" no none
+}
+
+case_tcp_md5_plain() {
+	md5_pair tcp_md5_plain md5_plain 5801 "-t tcp" chk_md5_plain_pair
 	ck "wire: the SYN carries TCP-MD5 (kind 19)" "$(tr ',' '\n' <<<"${P[kinds]:-}" | grep -cx 19)" eq 1
 	t_file "client" "$work/md5_plain.client" 2
 	t_note "TCP-MD5 on both ends, plain listener: client option_no_space, no option on the wire, data intact"
 	t_end
+}
 
-	t_begin tcp_md5_smr
-	pair md5_smr 5802 "-n 2 -m $key -P $self -s $c2s -r $s2c" \
-		"-a $peer -n 2 -m $key -s $c2s -r $s2c"
-	ck_summaries md5_smr 2
-	each_pair md5_smr chk_md5_smr_pair
-	ck "connections checked" "$pair_count" eq 2
-	ck_wire 5802 "${C[lport]:-0}" no none
+case_tcp_md5_smr() {
+	md5_pair tcp_md5_smr md5_smr 5802 "" chk_md5_smr_pair
 	t_note "TCP-MD5 on both ends, SMR listener: client option_no_space, server peer_no_smr, data intact"
 	t_end
 }
@@ -791,9 +828,9 @@ case_reuseport() {
 	t_begin reuseport
 	c2s=20000 s2c=20000
 	client_nb=1
-	snap reuse.before
+	snap_stats reuse.before
 	pair reuse 5901 "-L 2 -n 20 -s $c2s -r $s2c" "-a $peer -n 20 -s $c2s -r $s2c"
-	snap reuse.after
+	snap_stats reuse.after
 	ck_summaries reuse 20
 	each_pair reuse chk_reuseport_pair
 	ck "connections checked" "$pair_count" eq 20
@@ -836,7 +873,7 @@ chk_many_pair() {
 	ck_early_send
 }
 
-case_many() {
+case_many_connects() {
 	local n=1000 el watch_pid
 	t_begin many_connects
 	c2s=512 s2c=512
@@ -845,17 +882,15 @@ case_many() {
 	early_ok=0
 	# a scale test, not a timing one: 1000 handshakes at once on one
 	# emulated vCPU may take longer than the usual 3 s
-	sysctl -qw net.smr.handshake_timeout_ms=30000
-	b_call sysctl net.smr.handshake_timeout_ms=30000 >/dev/null
-	snap many.before
+	handshake_timeouts 30000 30000
+	snap_stats many.before
 	: >"$out/many-progress.txt"
 	many_watch &
 	watch_pid=$!
 	pair many 6001 "-n $n -B 4096 -T 240 -s $c2s -r $s2c" "-a $peer -n $n -T 240 -s $c2s -r $s2c" 300
 	kill "$watch_pid" 2>/dev/null
 	wait "$watch_pid" 2>/dev/null
-	sysctl -qw net.smr.handshake_timeout_ms=3000
-	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	handshake_timeouts 3000 3000
 	log "many_connects: the $n connections ended after $((SECONDS - t_start)) s"
 	snap_settled many.after many.before
 	cat /proc/net/smr/links >"$work/many.links.a" 2>&1
@@ -879,7 +914,8 @@ case_many() {
 	t_file "A's links after" "$work/many.links.a"
 	t_note "$n simultaneous non-blocking SMR connects: all in mode rdma in ${el:-?} ms ($early_ok decided before the send() that followed connect()), data intact, counters moved by $n on each host (handshakes_started/completed, mode_rdma; rdma_bytes_* by $n x $c2s/$s2c; tcp_bytes_*, mode_tcp and fallback_* not at all), sockets_active back to where it was"
 	t_diag "counters A before/after, B before/after:"
-	paste "$work/many.before.a" "$work/many.after.a" "$work/many.before.b" "$work/many.after.b" |
+	paste "$work/many.before.a.stats" "$work/many.after.a.stats" \
+		"$work/many.before.b.stats" "$work/many.after.b.stats" |
 		awk '{ printf "  %-28s %10s %10s   %10s %10s\n", $1, $2, $4, $6, $8 }' >>"$out/diag-$t_id.txt"
 	t_end
 }
@@ -911,7 +947,7 @@ chk_decline_pair() {
 	decl_ready+=" ${C[ready_ms]}"
 }
 
-case_decline() {
+case_declined() {
 	local r h
 	t_begin declined
 	client_nb=1
@@ -920,11 +956,11 @@ case_decline() {
 	c2s=65536 s2c=65536
 	decl_ready=
 	r=$(b_call rxe_del)
-	ck "B's soft-RoCE device removed" "$r" eq ok
-	snap decl.before
+	ck "B's soft-RoCE device removed" "${r%%$'\n'*}" eq rc=0
+	snap_stats decl.before
 	cat /proc/net/smr/links >"$work/decl.links.a" 2>&1
 	pair decl 6201 "-n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
-	snap decl.after
+	snap_stats decl.after
 	r=$(b_call rxe_add)
 	ck "B's soft-RoCE device restored" "$r" eq ok
 	ck_summaries decl 2
@@ -947,25 +983,36 @@ case_decline() {
 	t_end
 }
 
+# handshake_timeouts A_MS B_MS: net.smr.handshake_timeout_ms on A and on B.
+handshake_timeouts() {
+	sysctl -qw net.smr.handshake_timeout_ms="$1"
+	b_call sysctl net.smr.handshake_timeout_ms="$2" >/dev/null
+}
+
 # Handshake timeouts, made certain by B dropping every segment that starts
 # with the handshake magic: the PROPOSAL never arrives.
+
+# drop_handshakes NAME PORT: B drops PORT's handshake segments from now on;
+# counters before (NAME.before).
+drop_handshakes() {
+	ck "nft rule dropping handshake segments on B" "$(b_call drop_hs "$2")" eq ok
+	snap_stats "$1.before"
+}
+
 case_timeout_client() {
 	local r line
 	declare -A T
 	t_begin timeout_client
 	# B's segments never acknowledge the PROPOSAL: A waits 4 x its timeout
 	# (as for a full accept queue); B's children wait longer than that
-	sysctl -qw net.smr.handshake_timeout_ms=1000
-	b_call sysctl net.smr.handshake_timeout_ms=10000 >/dev/null
-	r=$(b_call drop_hs 6101)
-	ck "nft rule dropping handshake segments on B" "$r" eq ok
-	snap tmo_c.before
+	handshake_timeouts 1000 10000
+	drop_handshakes tmo_c 6101
 	r=$(b_call serve tmo_c -p 6101 -n 2 -s 0 -r 0 -T 40)
 	ck "B's server started" "$r" eq ok
 	"$probe" client -p 6101 -a "$peer" -b -n 1 -s 0 -r 0 -T 30 >"$work/tmo_c.client"
 	"$probe" client -p 6101 -a "$peer" -n 1 -s 0 -r 0 -T 30 >>"$work/tmo_c.client"
 	b_call result tmo_c 30 >"$work/tmo_c.server"
-	snap tmo_c.after
+	snap_stats tmo_c.after
 	b_call nft_list >"$work/tmo_c.nft"
 	b_call nft_flush >/dev/null
 	cp "$work/tmo_c.client" "$work/tmo_c.server" "$out/conns/"
@@ -998,8 +1045,7 @@ case_timeout_client() {
 		handshakes_completed=0
 	t_file "clients" "$work/tmo_c.client"
 	t_file "server" "$work/tmo_c.server"
-	sysctl -qw net.smr.handshake_timeout_ms=3000
-	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	handshake_timeouts 3000 3000
 	t_end
 }
 
@@ -1008,17 +1054,14 @@ case_timeout_server() {
 	declare -A T
 	t_begin timeout_server
 	# A's PROPOSAL is never acknowledged: A resets after 4 x 2000 ms
-	sysctl -qw net.smr.handshake_timeout_ms=2000
-	b_call sysctl net.smr.handshake_timeout_ms=1000 >/dev/null
-	r=$(b_call drop_hs 6102)
-	ck "nft rule dropping handshake segments on B" "$r" eq ok
-	snap tmo_s.before
+	handshake_timeouts 2000 1000
+	drop_handshakes tmo_s 6102
 	# the server waits for the client's bytes: it never sends a byte
 	r=$(b_call serve tmo_s -p 6102 -n 1 -o client-first -s 100 -r 100 -T 40)
 	ck "B's server started" "$r" eq ok
 	"$probe" client -p 6102 -a "$peer" -b -n 1 -o client-first -s 100 -r 100 -T 30 >"$work/tmo_s.client"
 	b_call result tmo_s 30 >"$work/tmo_s.server"
-	snap tmo_s.after
+	snap_stats tmo_s.after
 	b_call nft_flush >/dev/null
 	cp "$work/tmo_s.client" "$work/tmo_s.server" "$out/conns/"
 	line=$(grep '^conn ' "$work/tmo_s.client" | head -n 1)
@@ -1041,51 +1084,6 @@ case_timeout_server() {
 	ck_deltas a tmo_s.before tmo_s.after handshakes_aborted=1
 	t_file "client" "$work/tmo_s.client"
 	t_file "server" "$work/tmo_s.server"
-	sysctl -qw net.smr.handshake_timeout_ms=3000
-	b_call sysctl net.smr.handshake_timeout_ms=3000 >/dev/null
+	handshake_timeouts 3000 3000
 	t_end
 }
-
-# --- main --------------------------------------------------------------------
-
-for _ in $(seq 100); do
-	[ "$(b_call ping)" = pong ] && break
-	sleep 0.3
-done
-if [ "$(b_call ping)" != pong ]; then
-	log "host B's control service does not answer"
-	exit 1
-fi
-cap_start || exit 1
-snap run.start
-
-case_negotiated negotiated_v4_nb neg4nb 5101 4 0 both 4
-case_negotiated negotiated_v4_b neg4b 5102 4 1 both 4
-case_negotiated negotiated_v6_nb neg6nb 5103 6 0 both 4
-case_negotiated negotiated_v6_b neg6b 5104 6 1 both 4
-case_negotiated negotiated_server_first negsf 5105 4 0 server-first 2
-case_negotiated negotiated_client_first negcf 5106 6 1 client-first 2
-case_plain_server
-case_plain_client
-case_strip
-case_strip_server_first
-case_syn_cookies
-case_wire_syn
-case_wire_synack
-case_echo
-case_md5
-case_reuseport
-case_many
-case_timeout_client
-case_timeout_server
-case_decline
-
-snap run.end
-cp "$work/run.end.a" "$out/stats-a.end"
-cp "$work/run.end.b" "$out/stats-b.end"
-kill -INT "$tcpdump_pid" 2>/dev/null
-wait "$tcpdump_pid" 2>/dev/null
-cp "$pcap" "$out/syn.pcap"
-python3 "$NEGOT_DIR/negot_pcap.py" "$pcap" >"$out/syn.txt" 2>&1
-log "done"
-exit 0

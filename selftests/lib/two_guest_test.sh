@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The build-host side of every two-guest suite (selftests/lib/guests.sh
+# describes them): one scripts/vm-run boot of two guests, host B running
+# the suite's control service and host A its cases, then TAP on stdout, one
+# line per case of the suite's registry (suite_tests) and a last one,
+# "guests": both guests shut down cleanly. A case that did not report is a
+# failure, never a skip; so is every case when something the run needs is
+# missing (the reason is in its diagnostics). Exit status 0 iff all pass.
+#
+#   selftests/lib/two_guest_test.sh SUITE_FILE          run it
+#   selftests/lib/two_guest_test.sh SUITE_FILE --list   its TAP cases, no boot
+#
+# Needs smr.ko built for the guests' kernel (make; see vm-run --kernel and
+# SMR_VM_KERNEL); builds the suite's tools itself (bed_make). The run
+# directory (consoles, A's results and diagnostics, every connection's
+# lines) is build/NAME-test/run, run@KERNEL when run_tests.sh runs several
+# kernels (SMR_TEST_KERNELS); vm-run's output is build/NAME-test/vm-run.log.
+set -uo pipefail
+
+lib=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+repo=$(cd "$lib/../.." && pwd)
+if [ $# -lt 1 ] || [ ! -r "$1" ]; then
+	sed -n '12,13s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+fi
+suite_file=$(readlink -f "$1")
+# shellcheck source=selftests/lib/guests.sh
+. "$lib/guests.sh"
+# shellcheck source=selftests/lib/tap.sh
+. "$lib/tap.sh"
+bed_load "$suite_file"
+
+tests=("${suite_tests[@]}"
+	"guests|both guests shut down cleanly (no kernel splat, rmmod smr succeeded)")
+if [ "${2:-}" = --list ]; then
+	for t in "${tests[@]}"; do
+		tap_n=$((tap_n + 1))
+		echo "$tap_n ${t%%|*} - ${t#*|}"
+	done
+	exit 0
+fi
+
+# run_tests.sh tags each kernel's run when it runs several (SMR_TEST_KERNELS).
+tag=${SMR_TEST_RUN_TAG:+@$SMR_TEST_RUN_TAG}
+base=$repo/build/$bed_run_name-test
+run=$base/run$tag
+log=$base/vm-run$tag.log
+vm_run=
+[ -z "$bed_vm_run_var" ] || vm_run=${!bed_vm_run_var:-}
+vm_run=${vm_run:-$repo/scripts/vm-run}
+timeout=900
+[ -z "$bed_timeout_var" ] || timeout=${!bed_timeout_var:-900}
+
+diag() { sed 's/^/# /'; }
+
+echo "TAP version 13"
+echo "1..${#tests[@]}"
+
+# Without the pieces every test fails with the reason (never a skip).
+missing=()
+ko=
+# vm-run --dry-run names the smr.ko built for the guests' kernel, or says
+# which make target builds it.
+if [ ! -x "$vm_run" ]; then
+	missing+=("$vm_run")
+elif ! dry=$("$vm_run" --dry-run 2>&1); then
+	missing+=("$dry")
+else
+	ko=$(sed -n 's/^smr_ko=//p' <<<"$dry")
+fi
+for p in "${bed_needs[@]}"; do
+	command -v "$p" >/dev/null || missing+=("$p (run scripts/install-deps)")
+done
+mkdir -p "$base"
+for d in "${bed_make[@]}"; do
+	make -s -C "$repo/$d" >"$base/build.log" 2>&1 ||
+		missing+=("make -C $d failed: $(tail -n 5 "$base/build.log")")
+done
+! declare -F bed_host_check >/dev/null || bed_host_check
+! declare -F suite_host_check >/dev/null || suite_host_check
+if [ ${#missing[@]} -gt 0 ]; then
+	for t in "${tests[@]}"; do
+		tap_result fail "${t#*|}"
+		printf 'missing: %s\n' "${missing[@]}" | diag
+	done
+	exit 1
+fi
+
+env_words=()
+for v in "${bed_env[@]}" $bed_select_var; do
+	[ -z "${!v:-}" ] || env_words+=("$v=$(printf '%q' "${!v}")")
+done
+
+rm -rf "$run"
+mkdir -p "$run"
+t0=$SECONDS
+echo "# booting two guests with $ko (vm-run log: ${log#"$repo"/})"
+[ ${#env_words[@]} = 0 ] || echo "# environment: ${env_words[*]}"
+SMR_VM_RUN_DIR=$run "$vm_run" --hosts 2 --timeout "$timeout" \
+	--b "${env_words[*]} $lib/guests.sh b $suite_file" \
+	-- "${env_words[*]} $lib/guests.sh a $suite_file" >"$log" 2>&1
+vm_rc=$?
+echo "# vm-run exited $vm_rc after $((SECONDS - t0)) s"
+
+out_a=$run/out/a
+out_b=$run/out/b
+results=$out_a/results
+
+# Shown once, with the first failure that may be about the run as a whole.
+run_tail_shown=0
+run_tail() {
+	[ "$run_tail_shown" = 0 ] || return 0
+	echo "--- vm-run output (last 40 lines; all of it in ${log#"$repo"/}):"
+	tail -n 40 "$log"
+	[ ! -s "$out_b/fatal" ] || echo "--- host B: $(cat "$out_b/fatal")"
+}
+
+for t in "${tests[@]}"; do
+	id=${t%%|*}
+	desc=${t#*|}
+	if [ "$id" = guests ]; then
+		tap_result "$vm_rc" "$desc" && continue
+		{
+			echo "vm-run exited $vm_rc; its verdict:"
+			grep -E '^vm-run: ' "$log" | tail -n 20
+			run_tail
+		} | diag
+		run_tail_shown=1
+		continue
+	fi
+	line=$(awk -v id="$id" '$1 == id' "$results" 2>/dev/null | tail -n 1)
+	verdict=$(awk '{ print $2 }' <<<"$line")
+	summary=$(cut -d' ' -f3- <<<"$line")
+	extra=
+	if [ "$verdict" = ok ] && declare -F suite_host_verdict >/dev/null; then
+		extra=$(suite_host_verdict "$id")
+		[ -z "$extra" ] || verdict=fail
+	fi
+	if tap_result "${verdict:-fail}" "$desc"; then
+		echo "$summary" | diag
+		continue
+	fi
+	{
+		if [ -z "$line" ]; then
+			echo "no result: host A's script did not get to this test"
+			run_tail
+		else
+			echo "$summary"
+		fi
+		[ -z "$extra" ] || echo "$extra"
+		[ ! -s "$out_a/diag-$id.txt" ] || cat "$out_a/diag-$id.txt"
+	} | diag
+	[ -n "$line" ] || run_tail_shown=1
+done
+
+# Both hosts' counters at the end, for the record.
+if [ -s "$out_a/stats-a.end" ] && [ -s "$out_a/stats-b.end" ]; then
+	{
+		echo "counters at the end, A and B (${out_a#"$repo"/}/stats-{a,b}.end):"
+		paste "$out_a/stats-a.end" "$out_a/stats-b.end" |
+			awk '{ printf "  %-28s A %12s   B %12s\n", $1, $2, $4 }'
+	} | diag
+fi
+echo "# $bed_suite: $((tap_n - tap_failed)) of $tap_n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
+[ "$tap_failed" = 0 ]
