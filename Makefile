@@ -69,6 +69,7 @@ user:
 	$(MAKE) -C $(REPO)/selftests
 	$(MAKE) -C $(REPO)/selftests/wire
 	$(MAKE) -C $(REPO)/selftests/rdma
+	$(MAKE) -C $(REPO)/selftests/fuzz
 
 selftests: user
 
