@@ -88,7 +88,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject fuzz "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject fuzz dkms "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -114,6 +114,7 @@ suite_failinject() {
 	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
 }
 suite_fuzz() { run_suite "fuzz$at" 1 "$repo/selftests/fuzz_test.sh"; }
+suite_dkms() { run_suite "dkms$at" 1 "$repo/selftests/dkms_test.sh"; }
 
 all_suites=(build wire vm_run api preload devices negotiation apps rdma)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
