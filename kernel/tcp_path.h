@@ -26,7 +26,6 @@ struct smr_sock *smr_tcp_owner(const struct sock *tsk);
 void smr_tcp_err_sync(struct smr_sock *smr);
 void smr_tcp_err_consumed(struct smr_sock *smr, int ret);
 bool smr_tcp_was_connected(const struct smr_sock *smr);
-bool smr_tcp_has_unacked(const struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);

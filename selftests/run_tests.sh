@@ -92,7 +92,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject fuzz dkms "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -117,6 +117,8 @@ suite_churn() { run_suite "churn$at" 0 "$repo/selftests/churn_test.sh"; }
 suite_failinject() {
 	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
 }
+suite_fuzz() { run_suite "fuzz$at" 1 "$repo/selftests/fuzz_test.sh"; }
+suite_dkms() { run_suite "dkms$at" 1 "$repo/selftests/dkms_test.sh"; }
 
 all_suites=(build wire vm_run api preload devices negotiation apps rdma stress faults churn)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
@@ -126,8 +128,9 @@ fi
 suites=("$@")
 if [ ${#suites[@]} = 0 ]; then
 	suites=("${all_suites[@]}")
-	# fault injection needs the debug kernel's failslab (make check-debug)
-	[ "${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-}}" != debug ] || suites+=(failinject)
+	# fault injection needs the debug kernel's failslab, and trinity's
+	# splats want its KASAN and lockdep (make check-debug)
+	[ "${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-}}" != debug ] || suites+=(failinject fuzz)
 fi
 
 export SMR_VM_SMP=${SMR_VM_SMP:-2}
@@ -154,6 +157,7 @@ use_kernel() {
 		export SMR_NEGOT_TIMEOUT=${SMR_NEGOT_TIMEOUT:-3600}
 		export SMR_APPS_TIMEOUT=${SMR_APPS_TIMEOUT:-3600}
 		export SMR_FAIL_TIMEOUT=${SMR_FAIL_TIMEOUT:-3600}
+		export SMR_FUZZ_TIMEOUT=${SMR_FUZZ_TIMEOUT:-3600}
 		;;
 	esac
 }
