@@ -60,9 +60,21 @@ static void smr_hs_timer_fired(struct timer_list *t)
 static void smr_hs_arm_timer(struct smr_sock *smr)
 {
 	sock_owned_by_me(&smr->sk);
+	smr->hs_deadline = jiffies +
+			   msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
 	WRITE_ONCE(smr->hs_timed_out, false);
-	sk_reset_timer(&smr->sk, &smr->hs_timer,
-		       jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)));
+	sk_reset_timer(&smr->sk, &smr->hs_timer, smr->hs_deadline);
+}
+
+/*
+ * The step's time is up. The deadline is checked too: a timer callback
+ * of the step before may set hs_timed_out just after a new step re-armed.
+ */
+static bool smr_hs_step_timed_out(const struct smr_sock *smr)
+{
+	sock_owned_by_me(&smr->sk);
+	return READ_ONCE(smr->hs_timed_out) &&
+	       time_after_eq(jiffies, smr->hs_deadline);
 }
 
 /*
@@ -592,10 +604,12 @@ static void smr_hs_server_read_confirm(struct smr_sock *smr)
 static void smr_hs_work(struct work_struct *work)
 {
 	struct smr_sock *smr = container_of(work, struct smr_sock, hs_work);
+	u8 step;
 
 	/* every step below runs under the sock lock (see smr_hs_stop()) */
 	lock_sock(&smr->sk);
-	switch (smr->hs_state) {
+	step = smr->hs_state;
+	switch (step) {
 	case SMR_HS_CONNECTING:
 		smr_hs_client_start(smr);
 		break;
@@ -614,8 +628,18 @@ static void smr_hs_work(struct work_struct *work)
 	default:
 		break;
 	}
-	if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
-	    READ_ONCE(smr->hs_timed_out)) {
+	/*
+	 * Each step has its own handshake_timeout_ms: a step taken now is
+	 * progress even if the timer fired while this work waited its turn
+	 * (a server with hundreds of children runs their works seconds
+	 * late; aborting right after sending ACCEPT would reset a client
+	 * that did nothing wrong).
+	 */
+	if (smr_hs_pending(smr) && smr->hs_state != step &&
+	    smr->hs_state != SMR_HS_CONNECTING) {
+		smr_hs_arm_timer(smr);
+	} else if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
+		   smr_hs_step_timed_out(smr)) {
 		/*
 		 * A PROPOSAL unanswered: its server may be slow to accept (TCP
 		 * has not acknowledged it: a full accept queue drops segments)

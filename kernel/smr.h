@@ -96,6 +96,7 @@ struct smr_sock {
 	u8			hs_state;	/* enum smr_hs_state */
 	bool			hs_wrote;	/* handshake bytes went out */
 	bool			hs_timed_out;	/* atomic: set by the timer */
+	unsigned long		hs_deadline;	/* jiffies: this step's end, sock lock */
 	u8			hs_unacked_waits; /* timeouts forgiven, PROPOSAL unanswered */
 	u32			syn_nonce;	/* atomic: non-zero, the SYN offers */
 	u64			local_token;	/* smr_token_lock (see above) */
