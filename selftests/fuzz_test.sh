@@ -53,7 +53,8 @@ tests=(
 	"guests|both guests shut down cleanly: no kernel splat, rmmod smr succeeded, kmemleak clean (debug kernel)"
 )
 
-diag() { sed 's/^/# /'; }
+# shellcheck source=selftests/lib/tap.sh
+. "$repo/selftests/lib/tap.sh"
 
 echo "TAP version 13"
 echo "1..${#tests[@]}"
@@ -66,12 +67,7 @@ if ! make -s -C "$repo/selftests/fuzz" >"$repo/build/fuzz-test/build.log" 2>&1; 
 	missing+=("build/fuzz: make -C selftests/fuzz failed: $(tail -n 5 "$repo/build/fuzz-test/build.log")")
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-	n=0
-	for t in "${tests[@]}"; do
-		n=$((n + 1))
-		echo "not ok $n - ${t#*|}"
-		printf 'missing: %s\n' "${missing[@]}" | diag
-	done
+	tap_fail_missing "${tests[@]}"
 	exit 1
 fi
 
@@ -92,57 +88,8 @@ SMR_VM_RUN_DIR=$run "$repo/scripts/vm-run" --hosts 2 \
 	--b "$guest" -- "$guest" >"$log" 2>&1
 vm_rc=$?
 echo "# vm-run exited $vm_rc after $((SECONDS - t0)) s"
-grep -E '^(\[B\] )?# host ' "$log" | diag
+grep -E '^(\[B\] )?# host ' "$log" | tap_diag
 
-results=$run/out/a/results
-tail_shown=0
-show_tail() {	# (in a pipe: the caller sets tail_shown)
-	[ "$tail_shown" = 1 ] && return
-	echo "--- vm-run output (last 40 lines; all of it in ${log#"$repo"/}):"
-	tail -n 40 "$log"
-}
-
-fails=0
-n=0
-for t in "${tests[@]}"; do
-	n=$((n + 1))
-	id=${t%%|*}
-	desc=${t#*|}
-	if [ "$id" = guests ]; then
-		if [ "$vm_rc" = 0 ]; then
-			echo "ok $n - $desc"
-		else
-			echo "not ok $n - $desc"
-			fails=$((fails + 1))
-			{
-				echo "vm-run exited $vm_rc; its verdict:"
-				grep -E '^vm-run: ' "$log" | tail -n 20
-				show_tail
-			} | diag
-			tail_shown=1
-		fi
-		continue
-	fi
-	line=$(awk -v id="$id" '$1 == id' "$results" 2>/dev/null | tail -n 1)
-	verdict=$(awk '{ print $2 }' <<<"$line")
-	summary=$(cut -d' ' -f3- <<<"$line")
-	if [ "$verdict" = ok ]; then
-		echo "ok $n - $desc"
-		echo "$summary" | diag
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-		{
-			if [ -z "$line" ]; then
-				echo "no result: host A's script did not get to this test"
-				show_tail
-			else
-				echo "$summary"
-			fi
-			[ ! -s "$run/out/a/diag-$id.txt" ] || cat "$run/out/a/diag-$id.txt"
-		} | diag
-		[ -n "$line" ] || tail_shown=1
-	fi
-done
-echo "# fuzz: $((n - fails)) of $n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
-[ "$fails" = 0 ]
+tap_guest_results "$vm_rc" "$log" "$run/out/a" "${tests[@]}"
+echo "# fuzz: $((tap_n - tap_failed)) of $tap_n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
+[ "$tap_failed" = 0 ]

@@ -67,6 +67,20 @@ static int smr_listener(void)
 	return fd;
 }
 
+/* A new SMR socket connected to the listener, or -1. */
+static int smr_client(void)
+{
+	int fd = socket(family, SOCK_STREAM, SMRPROTO_IPV4);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&srv, sizeof(srv))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static const char *mode_of(int fd)
 {
 	struct smr_info info;
@@ -92,10 +106,20 @@ static int exchange(int fd, int cfd)
 	return 0;
 }
 
+/* Listener @lfd accepts connected @fd's connection: one byte each way. */
+static int accept_exchange(int lfd, int fd)
+{
+	int cfd = accept(lfd, NULL, NULL);
+
+	if (cfd < 0)
+		return fail("accept()");
+	return exchange(fd, cfd);
+}
+
 static int case_relisten(bool unspec)
 {
 	struct sockaddr none = { .sa_family = AF_UNSPEC };
-	int lfd, fd, cfd;
+	int lfd, fd;
 
 	lfd = smr_listener();
 	if (lfd < 0)
@@ -109,22 +133,19 @@ static int case_relisten(bool unspec)
 	step("%s stopped it listening", unspec ? "connect(AF_UNSPEC)" : "shutdown()");
 	if (connect(fd, (struct sockaddr *)&srv, sizeof(srv)))
 		return fail("connect()");
-	cfd = accept(lfd, NULL, NULL);
-	if (cfd < 0)
-		return fail("accept()");
-	return exchange(fd, cfd);
+	return accept_exchange(lfd, fd);
 }
 
 static int case_listener_unspec(void)
 {
 	struct sockaddr none = { .sa_family = AF_UNSPEC };
-	int lfd, fd, cfd;
+	int lfd, fd;
 
 	lfd = smr_listener();
 	if (lfd < 0)
 		return fail("SMR listener");
-	fd = socket(family, SOCK_STREAM, SMRPROTO_IPV4);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&srv, sizeof(srv)))
+	fd = smr_client();
+	if (fd < 0)
 		return fail("client connect()");
 	/* let SMR's accept work take the connection off the inner queue */
 	sleep(1);
@@ -137,13 +158,10 @@ static int case_listener_unspec(void)
 	lfd = smr_listener();
 	if (lfd < 0)
 		return fail("SMR listener again");
-	fd = socket(family, SOCK_STREAM, SMRPROTO_IPV4);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&srv, sizeof(srv)))
+	fd = smr_client();
+	if (fd < 0)
 		return fail("second client connect()");
-	cfd = accept(lfd, NULL, NULL);
-	if (cfd < 0)
-		return fail("accept()");
-	return exchange(fd, cfd);
+	return accept_exchange(lfd, fd);
 }
 
 int main(int argc, char **argv)

@@ -292,6 +292,17 @@ rdma_wait_file() {
 	return 1
 }
 
+# wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds; 1 if
+# it did not within SECONDS.
+wait_until() {
+	local until=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ "$SECONDS" -lt "$until" ] || return 1
+		sleep 0.2
+	done
+}
+
 # --- per-case bookkeeping (host A) -------------------------------------------
 
 t_id=

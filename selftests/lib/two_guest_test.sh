@@ -53,8 +53,6 @@ vm_run=${vm_run:-$repo/scripts/vm-run}
 timeout=900
 [ -z "$bed_timeout_var" ] || timeout=${!bed_timeout_var:-900}
 
-diag() { sed 's/^/# /'; }
-
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 
@@ -81,10 +79,7 @@ done
 ! declare -F bed_host_check >/dev/null || bed_host_check
 ! declare -F suite_host_check >/dev/null || suite_host_check
 if [ ${#missing[@]} -gt 0 ]; then
-	for t in "${tests[@]}"; do
-		tap_result fail "${t#*|}"
-		printf 'missing: %s\n' "${missing[@]}" | diag
-	done
+	tap_fail_missing "${tests[@]}"
 	exit 1
 fi
 
@@ -105,55 +100,8 @@ vm_rc=$?
 echo "# vm-run exited $vm_rc after $((SECONDS - t0)) s"
 
 out_a=$run/out/a
-out_b=$run/out/b
-results=$out_a/results
 
-# Shown once, with the first failure that may be about the run as a whole.
-run_tail_shown=0
-run_tail() {
-	[ "$run_tail_shown" = 0 ] || return 0
-	echo "--- vm-run output (last 40 lines; all of it in ${log#"$repo"/}):"
-	tail -n 40 "$log"
-	[ ! -s "$out_b/fatal" ] || echo "--- host B: $(cat "$out_b/fatal")"
-}
-
-for t in "${tests[@]}"; do
-	id=${t%%|*}
-	desc=${t#*|}
-	if [ "$id" = guests ]; then
-		tap_result "$vm_rc" "$desc" && continue
-		{
-			echo "vm-run exited $vm_rc; its verdict:"
-			grep -E '^vm-run: ' "$log" | tail -n 20
-			run_tail
-		} | diag
-		run_tail_shown=1
-		continue
-	fi
-	line=$(awk -v id="$id" '$1 == id' "$results" 2>/dev/null | tail -n 1)
-	verdict=$(awk '{ print $2 }' <<<"$line")
-	summary=$(cut -d' ' -f3- <<<"$line")
-	extra=
-	if [ "$verdict" = ok ] && declare -F suite_host_verdict >/dev/null; then
-		extra=$(suite_host_verdict "$id")
-		[ -z "$extra" ] || verdict=fail
-	fi
-	if tap_result "${verdict:-fail}" "$desc"; then
-		echo "$summary" | diag
-		continue
-	fi
-	{
-		if [ -z "$line" ]; then
-			echo "no result: host A's script did not get to this test"
-			run_tail
-		else
-			echo "$summary"
-		fi
-		[ -z "$extra" ] || echo "$extra"
-		[ ! -s "$out_a/diag-$id.txt" ] || cat "$out_a/diag-$id.txt"
-	} | diag
-	[ -n "$line" ] || run_tail_shown=1
-done
+tap_guest_results "$vm_rc" "$log" "$out_a" "${tests[@]}"
 
 # Both hosts' counters at the end, for the record.
 if [ -s "$out_a/stats-a.end" ] && [ -s "$out_a/stats-b.end" ]; then
@@ -161,7 +109,7 @@ if [ -s "$out_a/stats-a.end" ] && [ -s "$out_a/stats-b.end" ]; then
 		echo "counters at the end, A and B (${out_a#"$repo"/}/stats-{a,b}.end):"
 		paste "$out_a/stats-a.end" "$out_a/stats-b.end" |
 			awk '{ printf "  %-28s A %12s   B %12s\n", $1, $2, $4 }'
-	} | diag
+	} | tap_diag
 fi
 echo "# $bed_suite: $((tap_n - tap_failed)) of $tap_n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
 [ "$tap_failed" = 0 ]

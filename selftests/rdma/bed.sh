@@ -227,6 +227,37 @@ summary_field() {
 }
 
 
+# stress_server NAME MODE ARGS...: smr_stress MODE as the detached server
+# NAME on this host's address (host B: a b_VERB runs it). "ok" once it
+# runs, "fail: WHY" if it exited at once.
+stress_server() {
+	local name=$1 mode=$2
+	shift 2
+	start_detached "$name" "${RDMA_STREAM%/*}/smr_stress" "$mode" \
+		-a "$SMR_SELF_ADDR" "$@"
+	sleep 0.5
+	if [ -e "$work/$name.rc" ]; then
+		echo "fail: $(cat "$work/$name.err")"
+	else
+		echo ok
+	fi
+}
+
+# conns_count: connections in this host's /proc/net/smr/conns (host B: a
+# b_VERB).
+b_conns_count() {
+	awk 'NR > 1' /proc/net/smr/conns | wc -l
+}
+
+# no_links_a, no_links_b: no SMR link left on host A, on host B.
+no_links_a() {
+	[ "$(rdma_links | rdma_links_count -)" = 0 ]
+}
+
+no_links_b() {
+	[ "$(b_call links | rdma_links_count -)" = 0 ]
+}
+
 # Kill smr_stream clients this script started that are still running.
 pkill_streams() {
 	local p

@@ -51,11 +51,6 @@ b_smr_slab() {
 	smr_slab
 }
 
-# conns_count: connections in B's /proc/net/smr/conns.
-b_conns_count() {
-	awk 'NR > 1' /proc/net/smr/conns | wc -l
-}
-
 # --- host A --------------------------------------------------------------------
 
 # conn_counts FILE: "ok failed rdma tcp REASONS" of smr_stream's lines.
@@ -186,24 +181,6 @@ wait_settled() {
 	return 1
 }
 
-no_links_here() {
-	[ "$(rdma_links | rdma_links_count -)" = 0 ]
-}
-
-no_links_there() {
-	[ "$(b_call links | rdma_links_count -)" = 0 ]
-}
-
-# wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
-wait_until() {
-	local until=$((SECONDS + $1))
-	shift
-	while ! "$@"; do
-		[ "$SECONDS" -lt "$until" ] || return 1
-		sleep 0.2
-	done
-}
-
 case_churn() {
 	local round port n size killed=0 started=0 t_end_s r links_pre links_post
 	t_begin churn
@@ -255,8 +232,8 @@ case_churn() {
 	# back to the baseline: links idle out at once, their pools go with them
 	sysctl -qw net.smr.link_idle_timeout_ms=100
 	b_call sysctl net.smr.link_idle_timeout_ms=100 >/dev/null
-	wait_until 30 no_links_here || t_fail "A: links left: $(rdma_links | tr '\n' ' ')"
-	wait_until 30 no_links_there || t_fail "B: links left: $(b_call links | tr '\n' ' ')"
+	wait_until 30 no_links_a || t_fail "A: links left: $(rdma_links | tr '\n' ' ')"
+	wait_until 30 no_links_b || t_fail "B: links left: $(b_call links | tr '\n' ' ')"
 	ck "A: buffer_bytes_pinned once the links went" "$(rdma_kv "$RDMA_STATS" buffer_bytes_pinned)" eq 0
 	ck "B: buffer_bytes_pinned once the links went" "$(b_call stats | awk '$1 == "buffer_bytes_pinned" { print $2 }')" eq 0
 	ck "A: SMR sockets in the slab" "$(smr_slab)" eq 0

@@ -23,14 +23,6 @@ faults_conns=4
 
 # --- host B --------------------------------------------------------------------
 
-b_conns_count() {
-	awk 'NR > 1' /proc/net/smr/conns | wc -l
-}
-
-b_links_count() {
-	rdma_links | rdma_links_count -
-}
-
 # roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
 b_roce_drop() {
 	roce_drop "$1"
@@ -57,14 +49,7 @@ b_hog() {
 # drain PORT SECONDS COUNT: an SMR listener on B that reads COUNT
 # connections to their end (smr_stress drain). "ok" once it listens.
 b_drain() {
-	start_detached "drain$1" "${RDMA_STREAM%/*}/smr_stress" drain \
-		-a "$SMR_SELF_ADDR" -p "$1" -T "$2" -i "$3"
-	sleep 0.5
-	if [ -e "$work/drain$1.rc" ]; then
-		echo "fail: $(cat "$work/drain$1.err")"
-	else
-		echo ok
-	fi
+	stress_server "drain$1" drain -p "$1" -T "$2" -i "$3"
 }
 
 # drain_result PORT SECONDS: the drain server's summary once it ended
@@ -98,24 +83,6 @@ NFT
 
 # --- host A --------------------------------------------------------------------
 
-# wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
-wait_until() {
-	local until=$((SECONDS + $1))
-	shift
-	while ! "$@"; do
-		[ "$SECONDS" -lt "$until" ] || return 1
-		sleep 0.2
-	done
-}
-
-no_links_a() {
-	[ "$(rdma_links | rdma_links_count -)" = 0 ]
-}
-
-no_links_b() {
-	[ "$(b_call links_count)" = 0 ]
-}
-
 no_conns_a() {
 	[ "$(awk 'NR > 1' /proc/net/smr/conns | wc -l)" = 0 ]
 }
@@ -131,16 +98,26 @@ reload_a() {
 	[[ $r == rc=0* ]] || t_fail "A: insmod smr again: $r"
 }
 
+# bulk_until_ready NAME PORT: $faults_conns bulk transfers both ways from
+# A to B's server NAME on PORT, held once 256 KiB went each way (the
+# client then waits for $work/NAME.trigger); bg_pid is the client. 1 if
+# the server did not start; bytes that did not flow within 120 s fail the
+# case, which goes on (its checks then say what happened).
+bulk_until_ready() {
+	rm -f "$work/$1.trigger" "$work/$1.ready"
+	serve "$1" -p "$2" -n "$faults_conns" -s 0 -T 300 || return 1
+	client_bg "$1" -a "$peer" -p "$2" -n "$faults_conns" -s 0 -F \
+		-X "$work/$1.trigger" -W 30 -R "$work/$1.ready" -T 300
+	rdma_wait_file "$work/$1.ready" 120 "$bg_pid" ||
+		t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
+	return 0
+}
+
 case_partition() {
 	local pid t0 ok_n r
 	t_begin partition
-	rm -f "$work/part.trigger" "$work/part.ready"
-	serve part -p 6130 -n "$faults_conns" -s 0 -T 300 || { t_end; return; }
-	client_bg part -a "$peer" -p 6130 -n "$faults_conns" -s 0 -F \
-		-X "$work/part.trigger" -W 30 -R "$work/part.ready" -T 300
+	bulk_until_ready part 6130 || { t_end; return; }
 	pid=$bg_pid
-	rdma_wait_file "$work/part.ready" 120 "$pid" ||
-		t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
 	: >"$work/part.trigger"
 	t0=$SECONDS
 	r=$(b_call roce_drop on)
@@ -171,13 +148,8 @@ case_partition() {
 case_silent() {
 	local pid t0 t_gone ok_n r fails pinned
 	t_begin silent
-	rm -f "$work/silent.trigger" "$work/silent.ready"
-	serve silent -p 6131 -n "$faults_conns" -s 0 -T 300 || { t_end; return; }
-	client_bg silent -a "$peer" -p 6131 -n "$faults_conns" -s 0 -F \
-		-X "$work/silent.trigger" -W 30 -R "$work/silent.ready" -T 300
+	bulk_until_ready silent 6131 || { t_end; return; }
 	pid=$bg_pid
-	rdma_wait_file "$work/silent.ready" 120 "$pid" ||
-		t_fail "the bulk transfers did not reach 256 KiB each way within 120 s"
 	: >"$work/silent.trigger"
 	t0=$SECONDS
 	r=$("$SMR_REPO/scripts/vm-ctl" freeze b 2>&1) || t_fail "freezing B: $r"

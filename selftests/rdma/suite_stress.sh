@@ -26,13 +26,7 @@ stress_tool=${stress_tool%/*}/smr_stress
 
 # sink PORT SECONDS: an SMR listener on B that accepts and closes.
 b_sink() {
-	start_detached "sink$1" "$stress_tool" sink -a "$SMR_SELF_ADDR" -p "$1" -T "$2"
-	sleep 0.5
-	if [ -e "$work/sink$1.rc" ]; then
-		echo "fail: $(cat "$work/sink$1.err")"
-	else
-		echo ok
-	fi
+	stress_server "sink$1" sink -p "$1" -T "$2"
 }
 
 b_sockets_active() {
