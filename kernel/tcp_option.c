@@ -38,6 +38,8 @@
  *   user can keep another from connecting.
  * The bound is checked when a record would be made; a record found for
  * the same 4-tuple (a retransmitted SYN) is updated in place at no cost.
+ * A record made in connect() (the first SYN) is also charged to the
+ * caller's memory cgroup.
  *
  * Over a bound, the decision is per connection: a listener keeps no
  * record and so sends no answer (the client falls back, peer_no_smr; the
@@ -108,6 +110,11 @@
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
 /* records the GC handles per hold of the lock (BH off) */
 #define SMR_NEGOT_GC_BATCH	64
+/*
+ * Records of a SYN sent from connect() are charged to the caller's memory
+ * cgroup; those made in softirq (received SYNs, retransmissions) to none.
+ */
+#define SMR_NEGOT_GFP		(GFP_ATOMIC | __GFP_ACCOUNT)
 
 /* The two shares of a namespace's records, by who made the offer. */
 enum smr_negot_pool {
@@ -275,7 +282,7 @@ static struct smr_negot_owner *smr_negot_owner_get(struct smr_negot_net *nn,
 	hash_for_each_possible(nn->owners, o, node, hash)
 		if (o->key == key && o->pool == pool)
 			return o;
-	o = kzalloc(sizeof(*o), GFP_ATOMIC);
+	o = kzalloc(sizeof(*o), SMR_NEGOT_GFP);
 	if (!o)
 		return NULL;
 	o->key = key;
@@ -345,7 +352,7 @@ static int smr_negot_record(struct smr_negot_net *nn,
 		err = -EDQUOT;
 		goto out_owner;
 	}
-	n = kzalloc(sizeof(*n), GFP_ATOMIC);
+	n = kzalloc(sizeof(*n), SMR_NEGOT_GFP);
 	if (!n) {
 		err = -ENOMEM;
 		goto out_owner;
