@@ -34,8 +34,8 @@
  *   that TCP would serve normally never runs out, and a SYN flood at one
  *   listener stops at its own bound.
  * - Offer records of one user (the uid owning the SMR socket): at most a
- *   quarter of the namespace's records (half of the offer share), so no
- *   user can keep another from connecting.
+ *   quarter of the namespace's records (half of the offer share), so one
+ *   user's SYN_SENT sockets always leave the others half of it.
  * The bound is checked when a record would be made; a record found for
  * the same 4-tuple (a retransmitted SYN) is updated in place at no cost.
  * A record made in connect() (the first SYN) is also charged to the
@@ -54,10 +54,10 @@
  * pernet exit. Its lock (BH-safe spinlock) protects its hash table, owner
  * table, age list and counts, and every field of its records and owners;
  * nothing is read outside it, so records and owners are freed at once
- * when unlinked (no RCU). Hooks run in softirq or process context with BH
- * disabled, under the RCU read lock of the netfilter core, which keeps
- * the listener they look up alive; that listener's address only serves as
- * the key of its owner entry, never dereferenced later. The offer hook
+ * when unlinked (no RCU). Hooks run in softirq or process context, under
+ * the RCU read lock of the netfilter core, which keeps the listener they
+ * look up alive; that listener's address only serves as the key of its
+ * owner entry, never dereferenced later. The offer hook
  * holds the inner sock's sk_callback_lock (read) while it reads and may
  * clear the owner's syn_nonce, so the SMR socket cannot go meanwhile
  * (order: sk_callback_lock, then the records' lock).
