@@ -298,6 +298,8 @@ static enum smr_reason smr_hs_reason_of(enum smr_negot_result res)
 		return SMR_REASON_OPTION_NO_SPACE;
 	case SMR_NEGOT_NO_DEVICE:
 		return SMR_REASON_NO_RDMA_DEVICE;
+	case SMR_NEGOT_LIMIT:
+		return SMR_REASON_NEGOT_LIMIT;
 	default:
 		return SMR_REASON_PEER_NO_SMR;
 	}
@@ -379,7 +381,7 @@ static void smr_hs_client_start(struct smr_sock *smr)
 	}
 
 	smr_tuple_of_sock(&t, tsk);
-	res = smr_negot_take(&t, SMR_OPT_ROLE_OFFER);
+	res = smr_negot_take_offer(smr, &t);
 	if (res == SMR_NEGOT_PEER_NO_DEVICE) {
 		/* the listener declined in its SYN-ACK already */
 		WRITE_ONCE(smr->peer_reason, SMR_REASON_NO_RDMA_DEVICE);

@@ -37,6 +37,7 @@ enum smr_negot_result {
 	SMR_NEGOT_NO_SPACE,	/* the option did not fit */
 	SMR_NEGOT_NO_DEVICE,	/* client: no RDMA device, no offer */
 	SMR_NEGOT_PEER_NO_DEVICE, /* both: the listener has no RDMA device */
+	SMR_NEGOT_LIMIT,	/* client: no record could be kept, no offer */
 };
 
 /* tcp_option.c: the SMR TCP option and the negotiation records */
@@ -44,6 +45,8 @@ int smr_option_init(void);
 void smr_option_exit(void);
 void smr_tuple_of_sock(struct smr_tuple *t, const struct sock *sk);
 enum smr_negot_result smr_negot_take(const struct smr_tuple *key, u8 role);
+enum smr_negot_result smr_negot_take_offer(struct smr_sock *smr,
+					   const struct smr_tuple *key);
 
 /* handshake.c: the negotiation over the TCP stream */
 void smr_hs_init_sock(struct smr_sock *smr);

@@ -31,6 +31,8 @@ enum smr_stat {
 	SMR_STAT_HS_ABORTED,		/* connection reset by the handshake */
 	SMR_STAT_BAD_OPTIONS,		/* malformed SMR TCP options seen */
 	SMR_STAT_NEGOT_RECORDS,		/* negotiation records held now */
+	SMR_STAT_NEGOT_REFUSED_LISTEN,	/* offers to our listeners unrecorded */
+	SMR_STAT_NEGOT_REFUSED_CONNECT,	/* our SYNs that could not offer */
 	SMR_STAT_LINKS_CREATED,		/* RDMA links set up (either side) */
 	SMR_STAT_LINKS_DESTROYED,
 	SMR_STAT_LINKS_FAILED,		/* links that died in error */

@@ -21,6 +21,7 @@ int smr_buf_wmem = SMR_BUF_WMEM_DEFAULT;
 int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
 long smr_buf_mem_max = SMR_BUF_MEM_MAX_DEFAULT;
 long smr_buf_mem_user_max = SMR_BUF_MEM_USER_MAX_DEFAULT;
+int smr_negot_max = SMR_NEGOT_MAX_DEFAULT;
 
 static int smr_timeout_ms_min = SMR_TIMEOUT_MS_MIN;
 static int smr_hs_timeout_ms_max = SMR_HS_TIMEOUT_MS_MAX;
@@ -28,6 +29,8 @@ static int smr_timeout_ms_max = SMR_TIMEOUT_MS_MAX;
 static int smr_buf_max_min = SMR_HS_RMB_MIN;
 static int smr_buf_max_max = SMR_HS_RMB_MAX;
 static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
+static int smr_negot_max_min = SMR_NEGOT_MAX_MIN;
+static int smr_negot_max_max = SMR_NEGOT_MAX_MAX;
 
 static struct ctl_table smr_sysctl_table[] = {
 	{
@@ -97,6 +100,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "negotiation_records_max",
+		.data		= &smr_negot_max,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_negot_max_min,
+		.extra2		= &smr_negot_max_max,
 	},
 	{ }	/* the end, for kernels that read up to it: not counted */
 };

@@ -22,11 +22,19 @@
 #define SMR_BUF_MEM_MAX_DEFAULT		(256L << 20)	/* mem_max */
 /* mem_user_max: three quarters of mem_max, one user leaves the others room */
 #define SMR_BUF_MEM_USER_MAX_DEFAULT	(192L << 20)
+/*
+ * negotiation_records_max, per network namespace: some 2 MiB of records at
+ * most; 8192 SYNs in flight to its listeners and 8192 connects (4096 of one
+ * user) before a connection falls back for want of one (tcp_option.c).
+ */
+#define SMR_NEGOT_MAX_DEFAULT		16384
 
 /* bounds root may write */
 #define SMR_TIMEOUT_MS_MIN		10
 #define SMR_HS_TIMEOUT_MS_MAX		600000		/* ten minutes */
 #define SMR_TIMEOUT_MS_MAX		(24 * 3600 * 1000)	/* a day */
+#define SMR_NEGOT_MAX_MIN		64
+#define SMR_NEGOT_MAX_MAX		1048576
 
 extern int smr_hs_timeout_ms;
 extern int smr_link_idle_ms;
@@ -36,6 +44,7 @@ extern int smr_buf_wmem;
 extern int smr_cdc_inline_max;
 extern long smr_buf_mem_max;
 extern long smr_buf_mem_user_max;
+extern int smr_negot_max;
 
 int smr_sysctl_init(void);
 void smr_sysctl_exit(void);

@@ -9,22 +9,70 @@
  * SYN-ACK to a connecting SMR socket are recorded. No other segment is
  * touched. Layout and rules: Documentation/protocol.rst.
  *
- * What was seen is kept in a table of negotiation records keyed by the
- * connection's 4-tuple (struct smr_negot), because neither a request sock
- * nor a SYN_SENT sock has room for it. The socket side takes its record
- * when the connection is established (smr_negot_take()).
+ * What was seen is kept in negotiation records keyed by the connection's
+ * 4-tuple (struct smr_negot), because neither a request sock nor a
+ * SYN_SENT sock has room for it. The socket side takes its record when the
+ * connection is established (smr_negot_take()).
+ *
+ * Bounds
+ * ------
+ * A spoofed SYN carrying an offer costs its sender nothing, and any local
+ * user may open sockets in SYN_SENT, so records are bounded so that
+ * neither can take SMR away from anyone else:
+ *
+ * - Each network namespace has its own records (struct smr_negot_net), at
+ *   most net.smr.negotiation_records_max of them: half for offers we
+ *   received at a listener ("answer" records), half for our own SYNs'
+ *   offers ("offer" records). A flood at a namespace's listeners never
+ *   touches its clients, nor any other namespace.
+ * - Answer records of one listener: at most 2 x (backlog + 1), its
+ *   listen() backlog being the inner TCP listener's sk_max_ack_backlog.
+ *   TCP itself keeps no more than backlog + 1 request socks (beyond that
+ *   it sends SYN cookies, which SMR answers with a fallback anyway) and
+ *   backlog + 1 established children not yet taken off its queue, and a
+ *   record lives from the SYN until SMR takes that child: so a listener
+ *   that TCP would serve normally never runs out, and a SYN flood at one
+ *   listener stops at its own bound.
+ * - Offer records of one user (the uid owning the SMR socket): at most a
+ *   quarter of the namespace's records (half of the offer share), so one
+ *   user's SYN_SENT sockets always leave the others half of it.
+ * The bound is checked when a record would be made; a record found for
+ * the same 4-tuple (a retransmitted SYN) is updated in place at no cost.
+ * A record made in connect() (the first SYN) is also charged to the
+ * caller's memory cgroup.
+ *
+ * Over a bound, the decision is per connection: a listener keeps no
+ * record and so sends no answer (the client falls back, peer_no_smr; the
+ * server child finds no record; negotiation_refused_listen counts it), and
+ * a connecting socket sends no offer on this or any retransmitted SYN: the
+ * hook clears its syn_nonce, which smr_negot_take_offer() reads as the
+ * refusal (reason negot_limit; negotiation_refused_connect).
  *
  * Locking and lifetimes
  * ---------------------
- * smr_negot_lock (BH-safe spinlock) protects the hash table, the list of
- * records and smr_negot_count; records are freed by RCU after unlinking.
- * Hooks run in softirq or process context with BH disabled. A record lives
- * until its socket takes it, or until the GC finds it older than
- * SMR_NEGOT_MIN_AGE with no socket left for its 4-tuple (a connection that
- * never completed, or whose socket closed before taking it); the table is
- * bounded by SMR_NEGOT_MAX and a full table means "no offer / no answer",
- * which is always safe. Per-netns hooks are registered in the pernet init
- * and unregistered, and that namespace's records freed, in its exit.
+ * A namespace's struct smr_negot_net lives from its pernet init to its
+ * pernet exit. Its lock (BH-safe spinlock) protects its hash table, owner
+ * table, age list and counts, and every field of its records and owners;
+ * nothing is read outside it, so records and owners are freed at once
+ * when unlinked (no RCU). Hooks run in softirq or process context, under
+ * the RCU read lock of the netfilter core, which keeps the listener they
+ * look up alive; that listener's address only serves as the key of its
+ * owner entry, never dereferenced later. The offer hook
+ * holds the inner sock's sk_callback_lock (read) while it reads and may
+ * clear the owner's syn_nonce, so the SMR socket cannot go meanwhile
+ * (order: sk_callback_lock, then the records' lock).
+ *
+ * A record lives until its socket takes it, or until the GC finds it
+ * older than SMR_NEGOT_MIN_AGE with no socket left for its 4-tuple (a
+ * connection that never completed, a spoofed SYN, or a socket closed
+ * before taking it). The GC is a delayed work per namespace, armed while
+ * it has records; it walks the age list oldest first in batches of
+ * SMR_NEGOT_GC_BATCH records, dropping the lock (and so BH) and
+ * rescheduling between batches; a record that still has its socket goes
+ * to the list's tail with a fresh age, so each run ends. Namespace exit
+ * unregisters the hooks (which waits for running ones), cancels the GC and
+ * frees every record; sockets hold their namespace, so none can take a
+ * record then.
  */
 #include <linux/hashtable.h>
 #include <linux/ip.h>
@@ -34,6 +82,7 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/random.h>
+#include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
@@ -41,26 +90,51 @@
 #include <net/inet_hashtables.h>
 #include <net/ip.h>
 #include <net/ip6_checksum.h>
+#include <net/netns/generic.h>
 #include <net/tcp.h>
 
 #include "handshake.h"
 #include "ib_dev.h"
 #include "smr.h"
 #include "stats.h"
+#include "sysctl.h"
 #include "tcp_path.h"
 #include "wire.h"
 
 /* a TCP header with every option byte used: 20 fixed + 40 */
 #define SMR_TCP_HDR_MAX		60
-#define SMR_NEGOT_BITS		10
-#define SMR_NEGOT_MAX		65536
+/* per namespace: 1024 buckets (8 KiB), some 16 records a chain when full */
+#define SMR_NEGOT_HASH_BITS	10
+#define SMR_NEGOT_OWNER_BITS	6
 #define SMR_NEGOT_MIN_AGE	(10 * HZ)
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
+/* records the GC handles per hold of the lock (BH off) */
+#define SMR_NEGOT_GC_BATCH	64
+/*
+ * Records of a SYN sent from connect() are charged to the caller's memory
+ * cgroup; those made in softirq (received SYNs, retransmissions) to none.
+ */
+#define SMR_NEGOT_GFP		(GFP_ATOMIC | __GFP_ACCOUNT)
+
+/* The two shares of a namespace's records, by who made the offer. */
+enum smr_negot_pool {
+	SMR_NEGOT_POOL_OFFER,	/* our SYN offered (role offer) */
+	SMR_NEGOT_POOL_ANSWER,	/* a SYN to our listener offered */
+	SMR_NEGOT_POOLS,
+};
+
+/* Whose records: a user's offers or a listener's answers. */
+struct smr_negot_owner {
+	struct hlist_node	node;
+	unsigned long		key;	/* a kuid, or the listener's address */
+	unsigned int		count;	/* records charged to it */
+	u8			pool;	/* enum smr_negot_pool */
+};
 
 struct smr_negot {
 	struct hlist_node	hnode;
 	struct list_head	age_node;	/* oldest first, for the GC */
-	struct rcu_head		rcu;
+	struct smr_negot_owner	*owner;
 	struct smr_tuple	key;
 	unsigned long		created;	/* jiffies */
 	int			dif, sdif;	/* for the GC's socket lookup */
@@ -69,13 +143,46 @@ struct smr_negot {
 	u8			result;		/* enum smr_negot_result */
 };
 
-static DEFINE_HASHTABLE(smr_negot_table, SMR_NEGOT_BITS);
-static LIST_HEAD(smr_negot_age_list);
-static DEFINE_SPINLOCK(smr_negot_lock);
-static unsigned int smr_negot_count;
+/*
+ * A namespace's records. @lock guards the tables, the list, the counts and
+ * every record and owner; @table and @net are set at init, @gc_work is the
+ * workqueue's.
+ */
+struct smr_negot_net {
+	spinlock_t		lock;		/* see above */
+	struct hlist_head	*table;		/* records by 4-tuple */
+	DECLARE_HASHTABLE(owners, SMR_NEGOT_OWNER_BITS);
+	struct list_head	age_list;	/* records, oldest first */
+	unsigned int		count[SMR_NEGOT_POOLS];
+	struct delayed_work	gc_work;	/* armed while records exist */
+	struct net		*net;		/* ours; no reference needed */
+};
+
+/* Who may make a record, and how many it may hold. */
+struct smr_negot_quota {
+	unsigned long		key;
+	unsigned int		max;
+};
+
+static unsigned int smr_negot_net_id __read_mostly;
 static u32 smr_negot_seed __read_mostly;
-static void smr_negot_gc(struct work_struct *work);
-static DECLARE_DELAYED_WORK(smr_negot_gc_work, smr_negot_gc);
+
+static struct smr_negot_net *smr_negot_net(const struct net *net)
+{
+	return net_generic(net, smr_negot_net_id);
+}
+
+static enum smr_negot_pool smr_negot_pool_of(u8 role)
+{
+	return role == SMR_OPT_ROLE_OFFER ? SMR_NEGOT_POOL_OFFER :
+					    SMR_NEGOT_POOL_ANSWER;
+}
+
+/* Each pool's share of net.smr.negotiation_records_max. */
+static unsigned int smr_negot_pool_max(void)
+{
+	return READ_ONCE(smr_negot_max) / SMR_NEGOT_POOLS;
+}
 
 /* ---- tuples and the record table ---- */
 
@@ -139,74 +246,140 @@ static bool smr_tuple_eq(const struct smr_tuple *a, const struct smr_tuple *b)
 	       ipv6_addr_equal(&a->raddr, &b->raddr);
 }
 
-/* Caller holds smr_negot_lock. */
-static struct smr_negot *smr_negot_find(const struct smr_tuple *key, u32 hash)
+static struct hlist_head *smr_negot_bucket(struct smr_negot_net *nn,
+					   const struct smr_tuple *key)
+{
+	return &nn->table[hash_32(smr_tuple_hash(key), SMR_NEGOT_HASH_BITS)];
+}
+
+static struct smr_negot *smr_negot_find(struct smr_negot_net *nn,
+					const struct smr_tuple *key)
 {
 	struct smr_negot *n;
 
-	lockdep_assert_held(&smr_negot_lock);
-	hash_for_each_possible(smr_negot_table, n, hnode, hash)
+	lockdep_assert_held(&nn->lock);
+	hlist_for_each_entry(n, smr_negot_bucket(nn, key), hnode)
 		if (smr_tuple_eq(&n->key, key))
 			return n;
 	return NULL;
 }
 
-/* Caller holds smr_negot_lock. */
-static void smr_negot_unlink(struct smr_negot *n)
+static u32 smr_negot_owner_hash(enum smr_negot_pool pool, unsigned long key)
 {
-	lockdep_assert_held(&smr_negot_lock);
-	hash_del(&n->hnode);
+	return jhash_2words((u32)key, (u32)((u64)key >> 32) ^ pool,
+			    smr_negot_seed);
+}
+
+/* The owner entry of @key in @pool, made if there is none; NULL: no memory. */
+static struct smr_negot_owner *smr_negot_owner_get(struct smr_negot_net *nn,
+						   enum smr_negot_pool pool,
+						   unsigned long key)
+{
+	u32 hash = smr_negot_owner_hash(pool, key);
+	struct smr_negot_owner *o;
+
+	lockdep_assert_held(&nn->lock);
+	hash_for_each_possible(nn->owners, o, node, hash)
+		if (o->key == key && o->pool == pool)
+			return o;
+	o = kzalloc(sizeof(*o), SMR_NEGOT_GFP);
+	if (!o)
+		return NULL;
+	o->key = key;
+	o->pool = pool;
+	hash_add(nn->owners, &o->node, hash);
+	return o;
+}
+
+/* An owner with no record left goes. */
+static void smr_negot_owner_put(struct smr_negot_net *nn,
+				struct smr_negot_owner *o)
+{
+	lockdep_assert_held(&nn->lock);
+	if (o->count)
+		return;
+	hash_del(&o->node);
+	kfree(o);
+}
+
+static void smr_negot_unlink(struct smr_negot_net *nn, struct smr_negot *n)
+{
+	lockdep_assert_held(&nn->lock);
+	hlist_del(&n->hnode);
 	list_del(&n->age_node);
-	smr_negot_count--;
-	smr_stat_add(n->key.net, SMR_STAT_NEGOT_RECORDS, -1);
-	kfree_rcu(n, rcu);
+	nn->count[n->owner->pool]--;
+	n->owner->count--;
+	smr_negot_owner_put(nn, n->owner);
+	smr_stat_add(nn->net, SMR_STAT_NEGOT_RECORDS, -1);
+	kfree(n);
 }
 
 /*
- * Record what a hook saw for @key. An existing record (a retransmitted SYN)
- * is updated in place. Returns false if the table is full: the caller then
- * neither offers nor answers.
+ * Record what a hook saw for @key, charged to @q's owner. An existing record
+ * of the same role (a retransmitted SYN) is updated in place. Returns 0,
+ * -ENOSPC (the namespace's share for this role is used up), -EDQUOT (the
+ * owner's is) or -ENOMEM: the caller then neither offers nor answers.
  */
-static bool smr_negot_record(const struct smr_tuple *key, u8 role, u32 nonce,
-			     u8 result, int dif, int sdif)
+static int smr_negot_record(struct smr_negot_net *nn,
+			    const struct smr_tuple *key, u8 role, u32 nonce,
+			    u8 result, int dif, int sdif,
+			    const struct smr_negot_quota *q)
 {
-	u32 hash = smr_tuple_hash(key);
+	enum smr_negot_pool pool = smr_negot_pool_of(role);
+	struct smr_negot_owner *o;
 	struct smr_negot *n;
-	bool ok = true;
+	int err = 0;
 
-	spin_lock_bh(&smr_negot_lock);
-	n = smr_negot_find(key, hash);
-	if (n) {
+	spin_lock_bh(&nn->lock);
+	n = smr_negot_find(nn, key);
+	if (n && n->role == role) {
 		n->nonce = nonce;
-		n->role = role;
 		n->result = result;
 		goto out;
 	}
-	if (smr_negot_count >= SMR_NEGOT_MAX) {
-		ok = false;
+	if (n)		/* the 4-tuple changed sides: start afresh */
+		smr_negot_unlink(nn, n);
+	if (nn->count[pool] >= smr_negot_pool_max()) {
+		err = -ENOSPC;
 		goto out;
 	}
-	n = kzalloc(sizeof(*n), GFP_ATOMIC);
-	if (!n) {
-		ok = false;
+	o = smr_negot_owner_get(nn, pool, q->key);
+	if (!o) {
+		err = -ENOMEM;
 		goto out;
+	}
+	if (o->count >= q->max) {
+		err = -EDQUOT;
+		goto out_owner;
+	}
+	n = kzalloc(sizeof(*n), SMR_NEGOT_GFP);
+	if (!n) {
+		err = -ENOMEM;
+		goto out_owner;
 	}
 	n->key = *key;
+	n->owner = o;
 	n->created = jiffies;
 	n->dif = dif;
 	n->sdif = sdif;
 	n->nonce = nonce;
 	n->role = role;
 	n->result = result;
-	hash_add(smr_negot_table, &n->hnode, hash);
-	list_add_tail(&n->age_node, &smr_negot_age_list);
-	smr_stat_inc(n->key.net, SMR_STAT_NEGOT_RECORDS);
-	if (!smr_negot_count++)
-		mod_delayed_work(system_wq, &smr_negot_gc_work,
+	o->count++;
+	hlist_add_head(&n->hnode, smr_negot_bucket(nn, key));
+	list_add_tail(&n->age_node, &nn->age_list);
+	smr_stat_inc(nn->net, SMR_STAT_NEGOT_RECORDS);
+	if (!nn->count[SMR_NEGOT_POOL_OFFER] &&
+	    !nn->count[SMR_NEGOT_POOL_ANSWER])
+		mod_delayed_work(system_wq, &nn->gc_work,
 				 SMR_NEGOT_GC_PERIOD);
+	nn->count[pool]++;
+	goto out;
+out_owner:
+	smr_negot_owner_put(nn, o);
 out:
-	spin_unlock_bh(&smr_negot_lock);
-	return ok;
+	spin_unlock_bh(&nn->lock);
+	return err;
 }
 
 /* Update the result of an existing record with @role; false if none. */
@@ -215,12 +388,12 @@ static bool smr_negot_update(const struct smr_tuple *key, u8 role,
 					  const void *arg),
 			     const void *arg, struct smr_negot *copy)
 {
-	u32 hash = smr_tuple_hash(key);
+	struct smr_negot_net *nn = smr_negot_net(key->net);
 	struct smr_negot *n;
 	bool found = false;
 
-	spin_lock_bh(&smr_negot_lock);
-	n = smr_negot_find(key, hash);
+	spin_lock_bh(&nn->lock);
+	n = smr_negot_find(nn, key);
 	if (n && n->role == role) {
 		if (decide)
 			n->result = decide(n, arg);
@@ -228,7 +401,7 @@ static bool smr_negot_update(const struct smr_tuple *key, u8 role,
 			*copy = *n;
 		found = true;
 	}
-	spin_unlock_bh(&smr_negot_lock);
+	spin_unlock_bh(&nn->lock);
 	return found;
 }
 
@@ -238,25 +411,42 @@ static bool smr_negot_update(const struct smr_tuple *key, u8 role,
  */
 enum smr_negot_result smr_negot_take(const struct smr_tuple *key, u8 role)
 {
-	u32 hash = smr_tuple_hash(key);
+	struct smr_negot_net *nn = smr_negot_net(key->net);
 	enum smr_negot_result res = SMR_NEGOT_NONE;
 	struct smr_negot *n;
 
-	spin_lock_bh(&smr_negot_lock);
-	n = smr_negot_find(key, hash);
+	spin_lock_bh(&nn->lock);
+	n = smr_negot_find(nn, key);
 	if (n && n->role == role) {
 		res = n->result;
-		smr_negot_unlink(n);
+		smr_negot_unlink(nn, n);
 	}
-	spin_unlock_bh(&smr_negot_lock);
+	spin_unlock_bh(&nn->lock);
+	return res;
+}
+
+/*
+ * A connecting SMR socket takes the record of its SYN: as smr_negot_take(),
+ * and SMR_NEGOT_LIMIT when the offer hook refused to keep one (it cleared
+ * @smr's syn_nonce then: no SYN of this connect offered). The nonce is set
+ * non-zero before the connect and cleared otherwise only when the connect
+ * is abandoned, which never gets here. Sock lock held.
+ */
+enum smr_negot_result smr_negot_take_offer(struct smr_sock *smr,
+					   const struct smr_tuple *key)
+{
+	enum smr_negot_result res = smr_negot_take(key, SMR_OPT_ROLE_OFFER);
+
+	sock_owned_by_me(&smr->sk);
+	if (res == SMR_NEGOT_NONE && !READ_ONCE(smr->syn_nonce))
+		res = SMR_NEGOT_LIMIT;
 	return res;
 }
 
 /* Does a TCP socket (any state but listen) still exist for @n's tuple? */
-static bool smr_negot_has_sock(const struct smr_negot *n)
+static bool smr_negot_has_sock(struct net *net, const struct smr_negot *n)
 {
 	const struct smr_tuple *t = &n->key;
-	struct net *net = (struct net *)t->net;
 	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
 	struct sock *sk = NULL;
 
@@ -281,40 +471,71 @@ static bool smr_negot_has_sock(const struct smr_negot *n)
 	return true;
 }
 
+/*
+ * Free the records of one namespace whose connection is gone, a batch at a
+ * time (see "Locking and lifetimes"). A record's age restarts when its
+ * socket is still there, so each record is looked at once per run.
+ */
 static void smr_negot_gc(struct work_struct *work)
 {
-	struct smr_negot *n, *tmp;
+	struct smr_negot_net *nn = container_of(to_delayed_work(work),
+						struct smr_negot_net, gc_work);
 	unsigned long now = jiffies;
-	bool more;
+	struct smr_negot *n;
+	bool done = false, more;
+	unsigned int i;
 
-	spin_lock_bh(&smr_negot_lock);
-	list_for_each_entry_safe(n, tmp, &smr_negot_age_list, age_node) {
-		if (time_before(now, n->created + SMR_NEGOT_MIN_AGE))
-			break;	/* the list is oldest first */
-		if (smr_negot_has_sock(n)) {
-			/* still waiting to be taken: look again later */
-			n->created = now;
-			list_move_tail(&n->age_node, &smr_negot_age_list);
-			continue;
+	do {
+		spin_lock_bh(&nn->lock);
+		for (i = 0; i < SMR_NEGOT_GC_BATCH; i++) {
+			n = list_first_entry_or_null(&nn->age_list,
+						     struct smr_negot,
+						     age_node);
+			/* the list is oldest first */
+			if (!n || time_before(now, n->created +
+						   SMR_NEGOT_MIN_AGE)) {
+				done = true;
+				break;
+			}
+			if (smr_negot_has_sock(nn->net, n)) {
+				/* still waiting to be taken: look again later */
+				n->created = jiffies;
+				list_move_tail(&n->age_node, &nn->age_list);
+				continue;
+			}
+			smr_negot_unlink(nn, n);
 		}
-		smr_negot_unlink(n);
-	}
-	more = smr_negot_count;
-	spin_unlock_bh(&smr_negot_lock);
+		more = nn->count[SMR_NEGOT_POOL_OFFER] ||
+		       nn->count[SMR_NEGOT_POOL_ANSWER];
+		spin_unlock_bh(&nn->lock);
+		cond_resched();
+	} while (!done);
 	if (more)
-		schedule_delayed_work(&smr_negot_gc_work, SMR_NEGOT_GC_PERIOD);
+		schedule_delayed_work(&nn->gc_work, SMR_NEGOT_GC_PERIOD);
 }
 
-/* Free every record of @net (NULL: all), at netns exit or module unload. */
-static void smr_negot_flush(const struct net *net)
+/* Free every record of a namespace that is going away. */
+static void smr_negot_flush(struct smr_negot_net *nn)
 {
-	struct smr_negot *n, *tmp;
+	struct smr_negot *n;
+	bool done = false;
+	unsigned int i;
 
-	spin_lock_bh(&smr_negot_lock);
-	list_for_each_entry_safe(n, tmp, &smr_negot_age_list, age_node)
-		if (!net || n->key.net == net)
-			smr_negot_unlink(n);
-	spin_unlock_bh(&smr_negot_lock);
+	while (!done) {
+		spin_lock_bh(&nn->lock);
+		for (i = 0; i < SMR_NEGOT_GC_BATCH; i++) {
+			n = list_first_entry_or_null(&nn->age_list,
+						     struct smr_negot,
+						     age_node);
+			if (!n) {
+				done = true;
+				break;
+			}
+			smr_negot_unlink(nn, n);
+		}
+		spin_unlock_bh(&nn->lock);
+		cond_resched();
+	}
 }
 
 /* ---- packet surgery ---- */
@@ -479,58 +700,66 @@ static int smr_pkt_add_opt(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 
 /* ---- the hooks ---- */
 
-/* Our SYN: offer, unless there is no room or no RDMA device. */
+static u8 smr_decide_set(const struct smr_negot *n, const void *arg)
+{
+	return *(const u8 *)arg;
+}
+
+/*
+ * Our SYN: offer, unless there is no room, no RDMA device or no record
+ * (see "Bounds"). The SMR socket is read under the inner sk_callback_lock:
+ * a retransmitted SYN may race with the SMR socket's release, which clears
+ * the owner under that lock before freeing it.
+ */
 static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
-			struct net *net, u32 nonce)
+			struct net *net)
 {
 	struct smr_opt opt = {
 		.version = SMR_OPT_VERSION,
 		.role = SMR_OPT_ROLE_OFFER,
-		.nonce = nonce,
 	};
+	struct smr_negot_quota q;
+	struct sock *sk = skb->sk;
 	u8 result = SMR_NEGOT_OFFERED;
+	struct smr_sock *smr;
+	int err;
 
-	if (!smr_opt_nonce_ok(opt.nonce))
-		return;		/* this socket does not negotiate */
+	if (!sk || !sk_fullsock(sk) || !smr_tcp_sock_is_smr(sk))
+		return;
 	if (!smr_ib_dev_for_addr(net, p->tuple.family, &p->tuple.laddr))
 		result = SMR_NEGOT_NO_DEVICE;
 	else if (p->thlen + SMR_OPT_LEN > SMR_TCP_HDR_MAX ||
 		 smr_opts_have_eol(p))
 		result = SMR_NEGOT_NO_SPACE;
-	/* the record must exist before the SYN can be answered */
-	if (!smr_negot_record(&p->tuple, SMR_OPT_ROLE_OFFER, opt.nonce, result,
-			      0, 0))
-		return;
-	if (result != SMR_NEGOT_OFFERED)
-		return;
-	if (smr_pkt_add_opt(skb, family, p, &opt))
-		smr_negot_record(&p->tuple, SMR_OPT_ROLE_OFFER, opt.nonce,
-				 SMR_NEGOT_NO_SPACE, 0, 0);
-}
 
-/*
- * The nonce an SMR socket's inner sock offers, or 0. Read under the inner
- * sk_callback_lock: a retransmitted SYN may race with the SMR socket's
- * release, which clears the owner under that lock before freeing it.
- */
-static u32 smr_syn_nonce_of(struct sock *sk)
-{
-	struct smr_sock *smr;
-	u32 nonce = 0;
-
-	if (!sk || !sk_fullsock(sk) || !smr_tcp_sock_is_smr(sk))
-		return 0;
 	read_lock_bh(&sk->sk_callback_lock);
 	smr = smr_tcp_owner(sk);
-	if (smr)
-		nonce = READ_ONCE(smr->syn_nonce);
+	opt.nonce = smr ? READ_ONCE(smr->syn_nonce) : 0;
+	if (!smr_opt_nonce_ok(opt.nonce)) {
+		/* this socket does not negotiate, or was refused already */
+		read_unlock_bh(&sk->sk_callback_lock);
+		return;
+	}
+	/* one user may hold half of the offer share */
+	q.key = __kuid_val(sock_net_uid(net, &smr->sk));
+	q.max = smr_negot_pool_max() / 2;
+	/* the record must exist before the SYN can be answered */
+	err = smr_negot_record(smr_negot_net(net), &p->tuple,
+			       SMR_OPT_ROLE_OFFER, opt.nonce, result,
+			       READ_ONCE(sk->sk_bound_dev_if), 0, &q);
+	if (err) {
+		/* no SYN of this connect offers (smr_negot_take_offer()) */
+		cmpxchg(&smr->syn_nonce, opt.nonce, 0);
+		smr_stat_inc(net, SMR_STAT_NEGOT_REFUSED_CONNECT);
+	}
 	read_unlock_bh(&sk->sk_callback_lock);
-	return nonce;
-}
-
-static u8 smr_decide_answer(const struct smr_negot *n, const void *arg)
-{
-	return *(const u8 *)arg;
+	if (err || result != SMR_NEGOT_OFFERED)
+		return;
+	if (smr_pkt_add_opt(skb, family, p, &opt)) {
+		result = SMR_NEGOT_NO_SPACE;
+		smr_negot_update(&p->tuple, SMR_OPT_ROLE_OFFER, smr_decide_set,
+				 &result, NULL);
+	}
 }
 
 /* A SYN-ACK from us: answer if the SYN offered to an SMR listener. */
@@ -563,7 +792,7 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	opt.nonce = smr_opt_proof(n.nonce);
 	if (smr_pkt_add_opt(skb, family, p, &opt))
 		result = SMR_NEGOT_NO_SPACE;
-	smr_negot_update(&p->tuple, SMR_OPT_ROLE_ANSWER, smr_decide_answer,
+	smr_negot_update(&p->tuple, SMR_OPT_ROLE_ANSWER, smr_decide_set,
 			 &result, NULL);
 }
 
@@ -571,24 +800,20 @@ static unsigned int smr_nf_out(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
 	struct smr_pkt p;
-	u32 nonce;
 
 	if (!smr_pkt_parse(skb, state->pf, state->net, false, &p))
 		return NF_ACCEPT;
-	if (!p.th->ack) {
-		nonce = smr_syn_nonce_of(skb->sk);
-		if (nonce)
-			smr_out_syn(skb, state->pf, &p, state->net, nonce);
-	} else {
+	if (!p.th->ack)
+		smr_out_syn(skb, state->pf, &p, state->net);
+	else
 		smr_out_synack(skb, state->pf, &p, state->net);
-	}
 	return NF_ACCEPT;
 }
 
-/* Is the listener this SYN will reach an SMR socket? */
-static bool smr_syn_to_smr_listener(struct sk_buff *skb, u8 family,
-				    const struct smr_pkt *p,
-				    const struct nf_hook_state *state)
+/* The listener this SYN will reach, if it is an SMR socket's; else NULL. */
+static struct sock *smr_syn_smr_listener(struct sk_buff *skb, u8 family,
+					 const struct smr_pkt *p,
+					 const struct nf_hook_state *state)
 {
 	struct net *net = state->net;
 	struct inet_hashinfo *hinfo = net->ipv4.tcp_death_row.hashinfo;
@@ -611,7 +836,36 @@ static bool smr_syn_to_smr_listener(struct sk_buff *skb, u8 family,
 					   inet6_iif(skb), inet6_sdif(skb));
 	}
 	/* listeners are RCU-freed: no reference needed under the hook */
-	return sk && smr_tcp_sock_is_smr(sk);
+	return sk && smr_tcp_sock_is_smr(sk) ? sk : NULL;
+}
+
+/*
+ * An offer reached an SMR listener: record it, within the listener's and
+ * the namespace's bounds (see "Bounds"), or count the refusal; the SYN-ACK
+ * answers only what was recorded.
+ */
+static void smr_in_syn(struct sk_buff *skb, const struct smr_pkt *p,
+		       const struct smr_opt *opt,
+		       const struct nf_hook_state *state)
+{
+	bool v4 = state->pf == NFPROTO_IPV4;
+	struct smr_negot_quota q;
+	struct sock *lsk;
+	u64 max;
+
+	lsk = smr_syn_smr_listener(skb, state->pf, p, state);
+	if (!lsk)
+		return;
+	/* what TCP may hold: request socks and children, backlog + 1 each */
+	max = 2 * ((u64)READ_ONCE(lsk->sk_max_ack_backlog) + 1);
+	q.key = (unsigned long)lsk;
+	q.max = min_t(u64, max, UINT_MAX);
+	if (smr_negot_record(smr_negot_net(state->net), &p->tuple,
+			     SMR_OPT_ROLE_ANSWER, opt->nonce,
+			     SMR_NEGOT_OFFERED,
+			     v4 ? inet_iif(skb) : inet6_iif(skb),
+			     v4 ? inet_sdif(skb) : inet6_sdif(skb), &q))
+		smr_stat_inc(state->net, SMR_STAT_NEGOT_REFUSED_LISTEN);
 }
 
 static u8 smr_decide_synack(const struct smr_negot *n, const void *arg)
@@ -657,13 +911,7 @@ static unsigned int smr_nf_in(void *priv, struct sk_buff *skb,
 			smr_stat_inc(state->net, SMR_STAT_BAD_OPTIONS);
 		return NF_ACCEPT;
 	}
-	if (smr_syn_to_smr_listener(skb, state->pf, &p, state))
-		smr_negot_record(&p.tuple, SMR_OPT_ROLE_ANSWER, opt.nonce,
-				 SMR_NEGOT_OFFERED,
-				 state->pf == NFPROTO_IPV4 ? inet_iif(skb) :
-							     inet6_iif(skb),
-				 state->pf == NFPROTO_IPV4 ? inet_sdif(skb) :
-							     inet6_sdif(skb));
+	smr_in_syn(skb, &p, &opt, state);
 	return NF_ACCEPT;
 }
 
@@ -703,18 +951,40 @@ static const struct nf_hook_ops smr_nf_ops[] = {
 
 static int __net_init smr_option_net_init(struct net *net)
 {
-	return nf_register_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
+	struct smr_negot_net *nn = smr_negot_net(net);
+	int err;
+
+	nn->table = kvcalloc(1 << SMR_NEGOT_HASH_BITS, sizeof(*nn->table),
+			     GFP_KERNEL);
+	if (!nn->table)
+		return -ENOMEM;
+	spin_lock_init(&nn->lock);
+	hash_init(nn->owners);
+	INIT_LIST_HEAD(&nn->age_list);
+	INIT_DELAYED_WORK(&nn->gc_work, smr_negot_gc);
+	nn->net = net;
+	err = nf_register_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
+	if (err)
+		kvfree(nn->table);
+	return err;
 }
 
+/* No hook runs once they are unregistered, so nothing arms the GC again. */
 static void __net_exit smr_option_net_exit(struct net *net)
 {
+	struct smr_negot_net *nn = smr_negot_net(net);
+
 	nf_unregister_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
-	smr_negot_flush(net);
+	cancel_delayed_work_sync(&nn->gc_work);
+	smr_negot_flush(nn);
+	kvfree(nn->table);
 }
 
 static struct pernet_operations smr_option_net_ops = {
 	.init	= smr_option_net_init,
 	.exit	= smr_option_net_exit,
+	.id	= &smr_negot_net_id,
+	.size	= sizeof(struct smr_negot_net),
 };
 
 int smr_option_init(void)
@@ -723,9 +993,8 @@ int smr_option_init(void)
 	return register_pernet_subsys(&smr_option_net_ops);
 }
 
+/* Every namespace's exit above runs, freeing its records. */
 void smr_option_exit(void)
 {
 	unregister_pernet_subsys(&smr_option_net_ops);
-	cancel_delayed_work_sync(&smr_negot_gc_work);
-	smr_negot_flush(NULL);
 }

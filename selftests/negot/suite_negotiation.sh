@@ -15,7 +15,9 @@
 #
 # Environment: SMR_NEGOT_TESTS (the cases to run, default all; the wire
 # cases read the captures of the negotiated and plain ones),
-# SMR_NEGOT_TIMEOUT (vm-run's timeout in s, default 900).
+# SMR_NEGOT_TIMEOUT (vm-run's timeout in s, default 900), SMR_NEGOT_VM_RUN
+# (another checkout's vm-run, which boots that checkout's smr.ko: e.g. a
+# worktree of an older commit, to see a case fail before its fix).
 # (no process substitution below: the guests' /dev has no /dev/fd)
 
 suite_tests=(
@@ -40,6 +42,9 @@ suite_tests=(
 	"timeout_client|no ACCEPT comes, PROPOSAL unacknowledged: client resets after 4 x net.smr.handshake_timeout_ms, reason handshake_timeout"
 	"timeout_server|no PROPOSAL comes: server falls back (handshake_timeout), no bytes leak"
 	"declined|B without an RDMA device declines in its SYN-ACK: client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake messages, data intact"
+	"flood_spoofed_syn|forged SYNs with a valid offer at B's listener X: B's records for X within 2 x (backlog + 1), the excess counted as refused; connections to listener Y during the flood and to X after it in mode rdma"
+	"flood_syn_sent_user|uid 65534 opens share + 1000 SMR connects nobody answers: it holds its share of A's records and no more, its own connection falls back with negot_limit, root's run in mode rdma"
+	"flood_netns_isolation|70000 forged offers fill a namespace on B: it holds its own share only, B's initial namespace refuses nothing and its connections run in mode rdma"
 )
 
 bed_name=negot
@@ -47,6 +52,7 @@ bed_ctl_port=7000
 bed_run_name=negot
 bed_timeout_var=SMR_NEGOT_TIMEOUT
 bed_select_var=SMR_NEGOT_TESTS
+bed_vm_run_var=SMR_NEGOT_VM_RUN
 bed_needs=(tcpdump socat nft python3)
 bed_make=(selftests/negot)
 NEGOT_DIR=$BED_TOP/selftests/negot
@@ -451,7 +457,7 @@ cap_start() {
 	local nic i
 	nic=$(ip -o route get "$peer" | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") print $(i + 1) }')
 	tcpdump -i "$nic" -n -s 200 --immediate-mode -U -w "$pcap" \
-		"(ip and tcp[tcpflags] & tcp-syn != 0) or (ip6 and ip6[6] == 6 and ip6[53] & 2 != 0)" \
+		"(ip and tcp[tcpflags] & tcp-syn != 0 and not net $FLOOD_SPOOF_NET) or (ip6 and ip6[6] == 6 and ip6[53] & 2 != 0)" \
 		2>"$work/tcpdump.err" &
 	tcpdump_pid=$!
 	for ((i = 0; i < 100; i++)); do
@@ -1085,5 +1091,346 @@ case_timeout_server() {
 	t_file "client" "$work/tmo_s.client"
 	t_file "server" "$work/tmo_s.server"
 	handshake_timeouts 3000 3000
+	t_end
+}
+
+# --- hostile load on the negotiation records ----------------------------------
+#
+# A forging peer (spoofed SYNs carrying a valid offer), a local user's
+# SYN_SENT sockets and a filled namespace must each meet their own bound
+# (tcp_option.c, "Bounds"), never take SMR from anyone else: a legitimate
+# connection runs in mode rdma during each. Memory: the records held
+# (negotiation_records) against the bound, and Slab (/proc/meminfo) before,
+# during and after.
+
+flood=$NEGOT_BIN/negot_flood
+# Where the forged SYNs come from (B routes it back to A, which drops it).
+FLOOD_SPOOF_NET=10.200.0.0/16
+# A's address for the user's SYNs that nobody answers (a dummy device).
+FLOOD_BLACKHOLE_NET=10.201.0.1/24
+FLOOD_BLACKHOLE_PEER=10.201.0.2
+# B's namespace filled with forged offers, and its listener.
+FLOOD_NS=smrnegfill
+FLOOD_NS_ADDR=10.202.0.1
+
+# negot_max: net.smr.negotiation_records_max (the default where the module
+# has no such sysctl: a module without the bounds).
+negot_max() {
+	sysctl -n net.smr.negotiation_records_max 2>/dev/null || echo 16384
+}
+
+# slab_kb [b]: Slab of /proc/meminfo in kB, here or on B.
+slab_kb() {
+	if [ "${1:-}" = b ]; then
+		b_call slab
+	else
+		awk '$1 == "Slab:" { print $2 }' /proc/meminfo
+	fi
+}
+
+b_slab() {
+	awk '$1 == "Slab:" { print $2 }' /proc/meminfo
+}
+
+# spoof_route add|del VIA: B sends what goes to the forged sources to A.
+b_spoof_route() {
+	ip route "$1" "$FLOOD_SPOOF_NET" via "$2" 2>&1 && echo ok
+}
+
+# stat_of FILE NAME: a counter from a saved stats file ("" if absent).
+stat_of() {
+	rdma_kv "$1" "$2"
+}
+
+# wait_records HOST MAX SECONDS: until HOST's negotiation_records is at
+# most MAX; prints the last value read.
+wait_records() {
+	local i v
+	for ((i = 0; i < $3; i++)); do
+		if [ "$1" = b ]; then
+			v=$(b_call stats | awk '$1 == "negotiation_records" { print $2 }')
+		else
+			v=$(rdma_kv "$RDMA_STATS" negotiation_records)
+		fi
+		[ -n "$v" ] && [ "$v" -le "$2" ] && break
+		sleep 1
+	done
+	echo "${v:-missing}"
+}
+
+# client_of NAME PORT 'CLIENT ARGS' [WAIT] [PREFIX...]: the client half of
+# pair (B's server NAME already started), the client run through PREFIX.
+client_of() {
+	local name=$1 port=$2 cargs=$3 wait=${4:-90}
+	shift 4
+	# shellcheck disable=SC2086
+	"$@" "$probe" client -p "$port" $cargs >"$work/$name.client" 2>"$work/$name.client.err"
+	echo "rc=$?" >>"$work/$name.client"
+	b_call result "$name" "$wait" >"$work/$name.server"
+	cp "$work/$name.client" "$work/$name.server" "$out/conns/"
+	[ ! -s "$work/$name.client.err" ] || cp "$work/$name.client.err" "$out/conns/"
+}
+
+# serve_b NAME ARGS...: B's negot_probe server NAME; a failure if it did
+# not start.
+serve_b() {
+	local r
+	r=$(b_call serve "$@")
+	ck "B's server $1 started" "$r" eq ok
+}
+
+chk_rdma_pair() {
+	ck_data
+	ck_negotiated
+	ck_early_send
+}
+
+# The forging peer: A sends SYNs with a valid offer from random forged
+# addresses to B's listener X (backlog 64: at most 2 x 65 records), first
+# in a burst, then paced while legitimate connections run to B's listener
+# Y; once the flood ends and X's records are gone, X serves in mode rdma.
+case_flood_spoofed_syn() {
+	local n=3000 backlog=64 bound sent fpid v maxrec=0 before_rec
+	local s_before s_during s_after
+	t_begin flood_spoofed_syn
+	bound=$((2 * (backlog + 1)))
+	c2s=65536 s2c=65536
+	client_nb=1
+	order=both
+	early_ok=0
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	serve_b sfx -p 6401 -B $backlog -n 1 -T 400 -s $c2s -r $s2c
+	snap_stats sf.before
+	s_before=$(slab_kb b)
+	before_rec=$(stat_of "$work/sf.before.b.stats" negotiation_records)
+
+	# the burst
+	"$flood" syn -a "$peer" -p 6401 -n $n -S "$FLOOD_SPOOF_NET" >"$work/sf.burst" 2>&1
+	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/sf.burst")
+	t_diag "burst: $(cat "$work/sf.burst")"
+	ck "forged SYNs sent" "${sent:-0}" eq $n
+	# every SYN is in once B's counters moved for all of them
+	for _ in $(seq 30); do
+		snap_stats sf.burst
+		v=$(delta sf.before sf.burst b negotiation_refused_listen)
+		[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge $((n - 2 * bound)) ] && break
+		sleep 1
+	done
+	v=$(delta sf.before sf.burst b negotiation_records)
+	ck "B: negotiation records after $n forged offers at X (bound 2 x ($backlog + 1) = $bound)" "$v" le $bound
+	ck "B: forged offers X refused a record (at least $n - 2 x $bound: one GC round may free some)" \
+		"$(delta sf.before sf.burst b negotiation_refused_listen)" ge $((n - 2 * bound))
+	ck "B: forged offers X refused a record (at most all)" \
+		"$(delta sf.before sf.burst b negotiation_refused_listen)" le $n
+
+	# paced, while legitimate connections run to Y
+	"$flood" syn -a "$peer" -p 6401 -r 200 -t 30 -S "$FLOOD_SPOOF_NET" >"$work/sf.paced" 2>&1 &
+	fpid=$!
+	sleep 2
+	pair sfy 6402 "-n 4 -s $c2s -r $s2c" "-a $peer -n 4 -s $c2s -r $s2c"
+	ck_summaries sfy 4
+	each_pair sfy chk_rdma_pair
+	ck "Y's connections during the flood checked" "$pair_count" eq 4
+	snap_stats sf.during
+	s_during=$(slab_kb b)
+	for _ in 1 2 3; do
+		v=$(b_call stats | awk '$1 == "negotiation_records" { print $2 }')
+		[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt "$maxrec" ] && maxrec=$v
+		sleep 2
+	done
+	ck "B: negotiation records during the paced flood (3 samples, the largest)" \
+		"$((maxrec - before_rec))" le $bound
+	ck "B: X kept refusing during the paced flood" \
+		"$(delta sf.burst sf.during b negotiation_refused_listen)" gt 0
+	wait "$fpid"
+	t_diag "paced: $(cat "$work/sf.paced")"
+
+	# the flood is over: X's request socks go, then the GC takes their records
+	v=$(wait_records b "$before_rec" 120)
+	ck "B: negotiation records back to $before_rec after the flood" "$v" le "$before_rec"
+	log "flood_spoofed_syn: X's records gone after $((SECONDS - t_start)) s"
+	client_of sfx 6401 "-a $peer -n 1 -s $c2s -r $s2c" 90
+	ck_summaries sfx 1
+	each_pair sfx chk_rdma_pair
+	ck "X's connection after the flood checked" "$pair_count" eq 1
+	snap_stats sf.after
+	s_after=$(slab_kb b)
+	b_call spoof_route del "$self" >/dev/null
+	t_diag "counters that moved, burst to end:"
+	delta_table sf.before sf.after >>"$out/diag-$t_id.txt"
+	t_note "$n forged offers at once at X (backlog $backlog): B held at most $(delta sf.before sf.burst b negotiation_records) records (bound $bound), refused $(delta sf.before sf.burst b negotiation_refused_listen); then $(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/sf.paced") more over 30 s: records at most $((maxrec - before_rec)), Y's 4 connections in mode rdma meanwhile; X in mode rdma once its records were gone; B Slab before/during/after $s_before/$s_during/$s_after kB"
+	t_end
+}
+
+# A local user (uid 65534) opens share + 1000 non-blocking SMR connects to
+# an address nobody answers: it holds its share of the offer records
+# (negotiation_records_max / 4) and no more, its further connects fall
+# back with reason negot_limit (its own connection to B shows it), and
+# root's connection meanwhile runs in mode rdma.
+case_flood_syn_sent_user() {
+	local max share n fpid v before_rec s_before s_during s_after
+	declare -A U
+	t_begin flood_syn_sent_user
+	max=$(negot_max)
+	share=$((max / 4))
+	n=$((share + 1000))
+	c2s=65536 s2c=65536
+	client_nb=1
+	order=both
+	early_ok=0
+	ip link add smrblk0 type dummy 2>/dev/null
+	ip addr add "$FLOOD_BLACKHOLE_NET" dev smrblk0 2>/dev/null
+	ip link set smrblk0 up
+	serve_b ufu -p 6301 -n 1 -T 300 -s $c2s -r $s2c
+	serve_b ufr -p 6302 -n 2 -T 300 -s $c2s -r $s2c
+	snap_stats uf.before
+	s_before=$(slab_kb)
+	before_rec=$(stat_of "$work/uf.before.a.stats" negotiation_records)
+	# the user writes its ready file in a directory of its own
+	mkdir -p "$work/uf"
+	chown 65534:65534 "$work/uf"
+	rm -f "$work/uf/ready"
+	"$flood" connect -a "$FLOOD_BLACKHOLE_PEER" -p 9 -n $n -u 65534 \
+		-R "$work/uf/ready" -T 300 >"$work/uf.flood" 2>&1 &
+	fpid=$!
+	if ! rdma_wait_file "$work/uf/ready" 120 "$fpid"; then
+		t_fail "the user's $n connects did not get under way: $(cat "$work/uf.flood")"
+		kill -TERM "$fpid" 2>/dev/null
+		wait "$fpid"
+		ip link del smrblk0 2>/dev/null
+		b_call stop ufu >/dev/null
+		b_call stop ufr >/dev/null
+		t_end
+		return
+	fi
+	t_diag "flooder: $(cat "$work/uf.flood")"
+	ck "the user's connects under way (EINPROGRESS)" \
+		"$(sed -n 's/^connect .*inprogress=\([0-9]*\).*/\1/p' "$work/uf.flood")" eq $n
+	snap_stats uf.during
+	s_during=$(slab_kb)
+	ck "A: negotiation records held for the user's $n SYN_SENT sockets (its share, $max / 4)" \
+		"$(delta uf.before uf.during a negotiation_records)" eq $share
+	ck "A: the user's SYNs that could not offer" \
+		"$(delta uf.before uf.during a negotiation_refused_connect)" eq $((n - share))
+
+	# the flooding user's own connection to B: no offer, reason negot_limit
+	client_of ufu 6301 "-a $peer -n 1 -s $c2s -r $s2c" 90 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups
+	ck_summaries ufu 1
+	v=$(grep '^conn ' "$work/ufu.client" | head -n 1)
+	negot_kv U "$v"
+	ck "the user's connection to B: client mode/reason (2 tcp / 14 negot_limit)" \
+		"${U[mode]:-}/${U[reason]:-}" eq 2/14
+	ck "the user's connection to B: handshake messages sent/received" \
+		"${U[hs_sent]:-}/${U[hs_recv]:-}" eq 0/0
+	v=$(grep '^conn ' "$work/ufu.server" | head -n 1)
+	negot_kv U "$v"
+	ck "the user's connection to B: server mode/reason (2 tcp / 2 peer_no_smr: no offer came)" \
+		"${U[mode]:-}/${U[reason]:-}" eq 2/2
+
+	# root's connections meanwhile
+	client_of ufr 6302 "-a $peer -n 2 -s $c2s -r $s2c" 90
+	ck_summaries ufr 2
+	each_pair ufr chk_rdma_pair
+	ck "root's connections during the flood checked" "$pair_count" eq 2
+	snap_stats uf.probes
+	ck_deltas a uf.during uf.probes fallback_negot_limit=1 mode_rdma=2 mode_tcp=1
+
+	kill -TERM "$fpid" 2>/dev/null
+	wait "$fpid"
+	t_diag "flooder at the end: $(tail -n 1 "$work/uf.flood")"
+	v=$(wait_records a "$before_rec" 60)
+	ck "A: negotiation records back to $before_rec once the user's sockets closed" "$v" le "$before_rec"
+	snap_stats uf.after
+	s_after=$(slab_kb)
+	ip link del smrblk0 2>/dev/null
+	t_diag "counters that moved:"
+	delta_table uf.before uf.after >>"$out/diag-$t_id.txt"
+	t_note "uid 65534 with $n SMR connects in SYN_SENT held $(delta uf.before uf.during a negotiation_records) records (its share $share of $max), $(delta uf.before uf.during a negotiation_refused_connect) refused; its connection to B fell back with negot_limit; root's 2 in mode rdma; A Slab before/during/after $s_before/$s_during/$s_after kB"
+	t_end
+}
+
+# B: namespace FLOOD_NS with an SMR listener on FLOOD_NS_ADDR:PORT (backlog
+# big enough that TCP keeps a request sock for every SYN), flooded with N
+# forged offers from inside (raw socket to its own address; SYN-ACKs go to
+# a dummy device). Prints the flood's line, then the namespace's counters.
+b_ns_fill() {
+	local n=$1 port=$2 ns=$FLOOD_NS
+	ip netns add $ns || return
+	ip -n $ns link set lo up
+	ip -n $ns link add d0 type dummy
+	ip -n $ns link set d0 up
+	ip -n $ns addr add "$FLOOD_NS_ADDR/24" dev d0
+	ip -n $ns route add "$FLOOD_SPOOF_NET" dev d0
+	ip netns exec $ns sysctl -qw net.core.somaxconn=262144
+	# request socks outlive the case (SYN-ACKs retried for minutes)
+	ip netns exec $ns sysctl -qw net.ipv4.tcp_synack_retries=7
+	start_detached ns_srv ip netns exec $ns "$probe" server -a "$FLOOD_NS_ADDR" \
+		-p "$port" -B 262144 -n 1 -T 900 -R "$work/ns_srv.ready"
+	if ! wait_detached ns_srv "$work/ns_srv.ready" 30; then
+		echo "fail: the namespace's server did not start: $(cat "$work/ns_srv.err" 2>/dev/null)"
+		return
+	fi
+	ip netns exec $ns "$NEGOT_BIN/negot_flood" syn -a "$FLOOD_NS_ADDR" -p "$port" \
+		-n "$n" -S "$FLOOD_SPOOF_NET" 2>&1
+	sleep 2
+	ip netns exec $ns cat /proc/net/smr/stats
+}
+
+b_ns_stats() {
+	ip netns exec $FLOOD_NS cat /proc/net/smr/stats
+}
+
+# ns_clean: the namespace goes (its exit, a little later, frees its
+# records); "ok".
+b_ns_clean() {
+	stop_detached ns_srv
+	ip netns del $FLOOD_NS 2>&1 && echo ok
+}
+
+# A namespace on B filled with 70000 forged offers (more than the whole
+# host's table held before the bounds) leaves B's initial namespace alone:
+# connections there run in mode rdma and B refuses none of their offers.
+case_flood_netns_isolation() {
+	local n=70000 max pool r rec ref s_before s_during s_after i
+	t_begin flood_netns_isolation
+	max=$(negot_max)
+	pool=$((max / 2))
+	c2s=65536 s2c=65536
+	client_nb=1
+	order=both
+	early_ok=0
+	snap_stats iso.before
+	s_before=$(slab_kb b)
+	b_call ns_fill $n 7777 >"$work/iso.fill"
+	t_file "B's namespace after the fill" "$work/iso.fill" 60
+	ck "forged SYNs sent inside B's namespace" \
+		"$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/iso.fill")" eq $n
+	rec=$(rdma_kv "$work/iso.fill" negotiation_records)
+	ref=$(rdma_kv "$work/iso.fill" negotiation_refused_listen)
+	ck "B's namespace: negotiation records (at most its answer share, $max / 2)" "$rec" le $pool
+	ck "B's namespace: offers refused a record" "$ref" ge $((n - pool - 16))
+	snap_stats iso.full
+	s_during=$(slab_kb b)
+	pair iso 6501 "-n 4 -s $c2s -r $s2c" "-a $peer -n 4 -s $c2s -r $s2c"
+	ck_summaries iso 4
+	each_pair iso chk_rdma_pair
+	ck "initial namespace connections checked" "$pair_count" eq 4
+	snap_stats iso.during
+	ck_deltas b iso.full iso.during negotiation_refused_listen=0 mode_rdma=4 mode_tcp=0
+	ck_deltas a iso.full iso.during negotiation_refused_connect=0 mode_rdma=4 mode_tcp=0
+	b_call ns_stats >"$work/iso.ns.after"
+	t_file "B's namespace after the connections" "$work/iso.ns.after" 60
+	r=$(b_call ns_clean)
+	ck "B's namespace deleted" "$r" eq ok
+	# the namespace's exit and TCP's request socks go in the background:
+	# the figure once Slab is within 4 MiB of where it was (at most 60 s)
+	for ((i = 0; i < 30; i++)); do
+		sleep 2
+		s_after=$(slab_kb b)
+		[[ $s_after =~ ^[0-9]+$ ]] && [ "$s_after" -le $((s_before + 4096)) ] && break
+	done
+	snap_stats iso.after
+	t_note "B's namespace took $n forged offers: it held ${rec:-?} records (its share $pool), refused ${ref:-?}; 4 connections in B's initial namespace meanwhile in mode rdma, none of their offers refused; B Slab before/full/$((2 * i + 2)) s after deleting the namespace $s_before/$s_during/$s_after kB"
 	t_end
 }

@@ -66,6 +66,7 @@ enum smr_reason {
 	SMR_REASON_PROTOCOL_ERROR	= 11,	/* malformed handshake message */
 	SMR_REASON_RDMA_UNAVAILABLE	= 12,	/* handshake done, RDMA data path not built in */
 	SMR_REASON_OPTION_ECHOED	= 13,	/* SYN-ACK option failed the nonce proof */
+	SMR_REASON_NEGOT_LIMIT		= 14,	/* no negotiation record could be kept: no offer */
 	SMR_REASON_MAX,
 };
 
@@ -117,6 +118,8 @@ static inline const char *smr_reason_name(unsigned int reason)
 		return "rdma_unavailable";
 	case SMR_REASON_OPTION_ECHOED:
 		return "option_echoed";
+	case SMR_REASON_NEGOT_LIMIT:
+		return "negot_limit";
 	}
 	return (const char *)0;
 }
