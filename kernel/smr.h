@@ -98,7 +98,11 @@ struct smr_sock {
 	bool			hs_timed_out;	/* atomic: set by the timer */
 	unsigned long		hs_deadline;	/* jiffies: this step's end, sock lock */
 	u8			hs_unacked_waits; /* timeouts forgiven, PROPOSAL unanswered */
-	u32			syn_nonce;	/* atomic: non-zero, the SYN offers */
+	/*
+	 * atomic: non-zero, the SYN offers; set by connect(), cleared by the
+	 * SYN hook when a bound on the negotiation records refuses the offer
+	 */
+	u32			syn_nonce;
 	u64			local_token;	/* smr_token_lock (see above) */
 	u64			peer_token;
 	u32			local_rmb_size;
