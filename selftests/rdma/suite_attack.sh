@@ -14,7 +14,7 @@
 suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
-	"idle|links that never carry a connection idle out: A's handshake times out (10 ms) after B granted the link but before it is up, so the connection falls back to TCP while the link still comes up, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
+	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
 )
 
 # the flood: requests per mode, seconds per mode, modes
@@ -38,6 +38,20 @@ b_meminfo() {
 
 b_links_count() {
 	rdma_links | rdma_links_count -
+}
+
+# roce_drop on|off: drop every RoCE v2 packet B receives (UDP 4791: the
+# link's connect request and everything on its QP), as faults' partition.
+b_roce_drop() {
+	nft delete table inet smr_attack 2>/dev/null
+	if [ "$1" = on ]; then
+		nft -f - <<'NFT'
+table inet smr_attack {
+	chain in { type filter hook input priority 0; udp dport 4791 drop; }
+}
+NFT
+	fi
+	echo ok
 }
 
 # --- both hosts ----------------------------------------------------------------
@@ -197,55 +211,65 @@ case_grant() {
 	t_end
 }
 
+active_links_both() {
+	[ "$(rdma_links | rdma_links_count - active)" -ge 1 ] &&
+		[ "$(b_call links | rdma_links_count - active)" -ge 1 ]
+}
+
+# idle: a link comes up after the connection that asked for it gave up on
+# it (B dropped RoCE while rdma_cm connected; rdma_cm retries the request
+# once the drop ends), so neither host ever has a connection on it; both
+# must still let it go after link_idle_timeout_ms.
 case_idle() {
-	local saved_hs saved_idle round got=0 t0 t_gone created_a created_b
+	local saved_hs saved_idle pid t0 t_up t_gone created_a created_b r
 	t_begin idle
 	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
 	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
 	sysctl -qw net.smr.link_idle_timeout_ms=1000
 	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
-	for round in 1 2 3 4 5; do
-		wait_until 60 links_gone || {
-			t_fail "round $round: links did not idle out before it: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
-			break
-		}
-		sysctl -qw net.smr.link_idle_timeout_ms=2000
-		b_call sysctl net.smr.link_idle_timeout_ms=2000 >/dev/null
-		snap "idle$round.pre"
-		sysctl -qw net.smr.handshake_timeout_ms=10
-		serve "idle$round" -p $((6180 + round)) -n 1 -s 65536 -M any -T 120 || break
-		client "idle$round" -a "$peer" -p $((6180 + round)) -n 1 -s 65536 -M any -T 120
-		sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
-		server_result "idle$round" 60
-		t_diag "round $round: $(grep '^conn' "$work/idle$round.client" | grep -o 'mode=[^ ]* reason=[^ ]*')"
-		# the link comes up after the connection gave up on it
-		wait_until 20 active_link_a
-		snap "idle$round.up"
-		t0=$SECONDS
-		created_a=$(delta "idle$round.pre" "idle$round.up" a links_created)
-		created_b=$(delta "idle$round.pre" "idle$round.up" b links_created)
-		t_diag "round $round: links_created A +$created_a B +$created_b; conns on the links: A '$(rdma_links_conns "$work/idle$round.up.a.links")' B '$(rdma_links_conns "$work/idle$round.up.b.links")'"
-		t_file "round $round: A's links" "$work/idle$round.up.a.links"
-		t_file "round $round: B's links" "$work/idle$round.up.b.links"
-		if grep -q '^conn .*mode=tcp' "$work/idle$round.client" &&
-			[ "$created_a" = 1 ] && [ "$created_b" = 1 ]; then
-			got=1
-			wait_until 15 links_gone
-			t_gone=$((SECONDS - t0))
-			ck "round $round: A's links 15 s after a link came up that no connection used" \
-				"$(rdma_links | rdma_links_count -)" eq 0
-			ck "round $round: B's links 15 s after a link came up that no connection used" \
-				"$(b_call links_count)" eq 0
-			t_note "round $round: the connection fell back ($(grep -o 'reason=[^ ]*' "$work/idle$round.client" | head -n 1)), its link came up unused on both hosts and was gone ${t_gone} s later (idle timeout 2 s)"
-			break
-		fi
-		t_diag "round $round: not the case wanted (the link came up in time, or not at all): again"
-		sysctl -qw net.smr.link_idle_timeout_ms=1000
-		b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
-	done
-	ck "a round where a link came up that no connection used" "$got" eq 1
+	wait_until 60 links_gone || t_fail "links did not idle out before the case: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	sysctl -qw net.smr.link_idle_timeout_ms=2000
+	b_call sysctl net.smr.link_idle_timeout_ms=2000 >/dev/null
+	snap idle.pre
+	serve idle -p 6180 -n 1 -s 65536 -M any -T 120 || { t_end; return; }
+	r=$(b_call roce_drop on)
+	ck "B drops RoCE" "$r" eq ok
+	sysctl -qw net.smr.handshake_timeout_ms=1000
+	t0=$SECONDS
+	client_bg idle -a "$peer" -p 6180 -n 1 -s 65536 -M any -T 120
+	pid=$bg_pid
+	sleep 2
+	r=$(b_call roce_drop off)
+	ck "B takes RoCE again" "$r" eq ok
+	client_bg_wait "$pid" idle
+	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
+	server_result idle 60
+	ck "the connection: mode tcp (its link was not up in time)" \
+		"$(grep -o ' mode=[^ ]*' "$work/idle.client" | head -n 1)" eq " mode=tcp"
+	t_diag "the connection: $(grep '^conn' "$work/idle.client" | grep -o 'mode=[^ ]* reason=[^ ]*')"
+	# rdma_cm retries the request after its response timeout (~4 s)
+	wait_until 30 active_links_both || t_fail "the link did not come up after the drop: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	t_up=$((SECONDS - t0))
+	snap idle.up
+	created_a=$(delta idle.pre idle.up a links_created)
+	created_b=$(delta idle.pre idle.up b links_created)
+	ck "A: links_created (the link came up after its connection left)" "$created_a" eq 1
+	ck "B: links_created" "$created_b" eq 1
+	ck "A: connections on the link" "$(rdma_links_conns "$work/idle.up.a.links")" eq 0
+	ck "B: connections on the link" "$(rdma_links_conns "$work/idle.up.b.links")" eq 0
+	t_file "A's links once up" "$work/idle.up.a.links"
+	t_file "B's links once up" "$work/idle.up.b.links"
+	t0=$SECONDS
+	wait_until 15 links_gone
+	t_gone=$((SECONDS - t0))
+	ck "A's links 15 s after a link came up that no connection used" \
+		"$(rdma_links | rdma_links_count -)" eq 0
+	ck "B's links 15 s after a link came up that no connection used" \
+		"$(b_call links_count)" eq 0
+	t_note "the connection fell back ($(grep -o 'reason=[^ ]*' "$work/idle.client" | head -n 1)), its link came up unused on both hosts ${t_up} s after the connect and was gone ${t_gone} s later (idle timeout 2 s)"
 	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
+	b_call roce_drop off >/dev/null
 	t_end
 }
