@@ -141,10 +141,15 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
 	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
-	smr_hs_set_done(smr);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
+	/*
+	 * The error first, then DONE: a connect() that sees the negotiation
+	 * over, woken by anything, must find the reset too (it returned 0,
+	 * and the next recv() ECONNRESET, when DONE came first).
+	 */
 	tcp_abort(tsk, ECONNRESET);
+	smr_hs_set_done(smr);
 	smr_hs_tell(smr, true);
 }
 
