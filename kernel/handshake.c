@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * SMR: the handshake over the TCP stream (PROPOSAL, ACCEPT, CONFIRM or
- * DECLINE), run when the SYN offered SMR and the SYN-ACK answered.
+ * DECLINE; before the PROPOSAL, LINK_REQUEST and LINK_GRANT when the
+ * client's RDMA link to the server is new: the server grants the link's
+ * secret, which the link's rdma_cm request must prove, so that only links
+ * both SMR ends agreed on are ever built; link_cm.c), run when the SYN
+ * offered SMR and the SYN-ACK answered.
  *
  * The client starts as soon as its TCP connection is established; the
  * server child as soon as TCP hands it over. Both are driven by a work item
@@ -47,6 +51,11 @@
  * handshake_timeout_ms.
  */
 #define SMR_HS_ACCEPT_WAITS	3
+/*
+ * LINK_REQUESTs a server takes on one connection: its client asks only
+ * for the one link it waits on.
+ */
+#define SMR_HS_LINK_REQUESTS_MAX	1
 
 static void smr_hs_timer_fired(struct timer_list *t)
 {
@@ -132,10 +141,15 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
 	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
-	smr_hs_set_done(smr);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
+	/*
+	 * The error first, then DONE: a connect() that sees the negotiation
+	 * over, woken by anything, must find the reset too (it returned 0,
+	 * and the next recv() ECONNRESET, when DONE came first).
+	 */
 	tcp_abort(tsk, ECONNRESET);
+	smr_hs_set_done(smr);
 	smr_hs_tell(smr, true);
 }
 
@@ -364,6 +378,7 @@ static void smr_hs_client_propose(struct smr_sock *smr);
 
 static void smr_hs_client_start(struct smr_sock *smr)
 {
+	struct smr_hs_msg req = { .type = SMR_HS_LINK_REQUEST };
 	struct sock *tsk = smr->tcp->sk;
 	enum smr_negot_result res;
 	struct smr_link *link;
@@ -402,8 +417,55 @@ static void smr_hs_client_start(struct smr_sock *smr)
 		return;
 	}
 	smr_conn_set_link(smr, link);
+	/*
+	 * A new link of ours connects only once the peer granted its secret
+	 * on a handshake (its listener builds nothing else); the address
+	 * resolution runs meanwhile.
+	 */
+	if (smr_link_needs_grant(link, &req.link.link_id, req.link.secret)) {
+		if (smr_hs_send(smr, &req)) {
+			smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+			return;
+		}
+		WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_GRANT);
+		smr_hs_arm_timer(smr);
+		smr_hs_kick(smr);	/* the answer may be there already */
+		return;
+	}
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
 	smr_hs_arm_timer(smr);
+	smr_hs_client_propose(smr);
+}
+
+/*
+ * The answer to our LINK_REQUEST: the grant (the link connects; wait for
+ * it to come up) or a DECLINE. Read before anything else is decided, so
+ * that no handshake byte reaches the application.
+ */
+static void smr_hs_client_read_grant(struct smr_sock *smr)
+{
+	struct smr_link *link = smr->conn.link;
+	struct smr_hs_msg msg;
+	int err;
+
+	sock_owned_by_me(&smr->sk);
+	err = smr_hs_recv(smr, &msg);
+	if (err == -EAGAIN)
+		return;
+	if (err || smr_hs_check(&msg, SMR_HS_LINK_GRANT, 0)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	if (msg.type == SMR_HS_DECLINE) {
+		smr_hs_peer_declined(smr, &msg);
+		return;
+	}
+	/* no link: its teardown took it meanwhile; propose declines */
+	if (link && smr_link_granted(link, msg.link.link_id, msg.link.secret)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
 	smr_hs_client_propose(smr);
 }
 
@@ -505,12 +567,47 @@ void smr_hs_server_start(struct smr_sock *child)
 {
 	lock_sock(&child->sk);
 	child->hs_wrote = false;
+	child->hs_unacked_waits = 0;
 	WRITE_ONCE(child->hs_state, SMR_HS_WAIT_PROPOSAL);
 	smr_tcp_hook_negotiation(child, true);
 	smr_stat_inc(sock_net(&child->sk), SMR_STAT_HS_STARTED);
 	smr_hs_arm_timer(child);
 	smr_hs_kick(child);	/* the PROPOSAL may be there already */
 	release_sock(&child->sk);
+}
+
+/*
+ * The client asks (LINK_REQUEST, before its PROPOSAL) to connect a new link
+ * with the secret it sent: grant it (the link layer records it for the
+ * connect request that must prove it) and answer LINK_GRANT, then keep
+ * waiting for the PROPOSAL; or DECLINE. Once per connection.
+ */
+static void smr_hs_server_grant(struct smr_sock *smr, struct smr_hs_msg *msg)
+{
+	struct smr_tuple t;
+
+	sock_owned_by_me(&smr->sk);
+	if (smr->hs_received > SMR_HS_LINK_REQUESTS_MAX) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	if (!smr_hs_have_device(smr)) {
+		smr_hs_decline(smr, SMR_REASON_NO_RDMA_DEVICE);
+		return;
+	}
+	smr_tuple_of_sock(&t, smr->tcp->sk);
+	if (smr_link_grant(t.net, &t.laddr, &t.raddr, msg->link.secret)) {
+		/* this host or this peer has all the links it may */
+		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
+		return;
+	}
+	msg->type = SMR_HS_LINK_GRANT;	/* the request's fields, echoed */
+	if (smr_hs_send(smr, msg)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return;
+	}
+	/* the client's link setup and PROPOSAL: a step of its own */
+	smr_hs_arm_timer(smr);
 }
 
 static void smr_hs_server_read_proposal(struct smr_sock *smr)
@@ -524,12 +621,17 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 	err = smr_hs_recv(smr, &msg);
 	if (err == -EAGAIN)
 		return;
-	if (err == -EBADMSG || err == -EPIPE) {
+	if ((err == -EBADMSG || err == -EPIPE) && !smr->hs_wrote) {
 		/*
 		 * Application bytes, or the end of the stream, first: the client
 		 * did not take up the answer (e.g. a middlebox stripped it).
+		 * (Once we granted a link, it had: the stream is a mess.)
 		 */
 		smr_hs_fallback(smr, SMR_REASON_PEER_NO_SMR);
+		return;
+	}
+	if (!err && msg.type == SMR_HS_LINK_REQUEST) {
+		smr_hs_server_grant(smr, &msg);
 		return;
 	}
 	if (err || smr_hs_check(&msg, SMR_HS_PROPOSAL, 0)) {
@@ -627,6 +729,9 @@ static void smr_hs_work(struct work_struct *work)
 	case SMR_HS_WAIT_LINK:
 		smr_hs_client_propose(smr);
 		break;
+	case SMR_HS_WAIT_GRANT:
+		smr_hs_client_read_grant(smr);
+		break;
 	default:
 		break;
 	}
@@ -643,15 +748,19 @@ static void smr_hs_work(struct work_struct *work)
 	} else if (smr_hs_pending(smr) && smr->hs_state != SMR_HS_CONNECTING &&
 		   smr_hs_step_timed_out(smr)) {
 		/*
-		 * A PROPOSAL unanswered: its server may be slow to accept (TCP
-		 * has not acknowledged it: a full accept queue drops segments)
-		 * or busy with a burst of handshakes (200 at once take seconds
-		 * on a loaded host). A TCP client would wait, so this one waits
-		 * too, but only SMR_HS_ACCEPT_WAITS more timeouts, so that a
-		 * path that drops handshake segments ends in a bounded time.
-		 * (Resetting is the only way out once the PROPOSAL went.)
+		 * A PROPOSAL or LINK_REQUEST unanswered: its server may be slow
+		 * to accept (TCP has not acknowledged it: a full accept queue
+		 * drops segments) or busy with a burst of handshakes (200 at
+		 * once take seconds on a loaded host). A TCP client would wait,
+		 * so this one waits too, but only SMR_HS_ACCEPT_WAITS more
+		 * timeouts, so that a path that drops handshake segments ends
+		 * in a bounded time. (Resetting is the only way out once the
+		 * PROPOSAL went.) A server that granted a link waits as long
+		 * for the PROPOSAL: its client declines first (below).
 		 */
-		if (smr->hs_state == SMR_HS_WAIT_ACCEPT &&
+		if ((smr->hs_state == SMR_HS_WAIT_ACCEPT ||
+		     smr->hs_state == SMR_HS_WAIT_GRANT ||
+		     (smr->hs_state == SMR_HS_WAIT_PROPOSAL && smr->hs_wrote)) &&
 		    smr->hs_unacked_waits < SMR_HS_ACCEPT_WAITS) {
 			smr->hs_unacked_waits++;
 			smr_hs_arm_timer(smr);
@@ -659,6 +768,13 @@ static void smr_hs_work(struct work_struct *work)
 		/* nothing sent yet: the peer never started; TCP is safe */
 		else if (!smr->hs_wrote)
 			smr_hs_fallback(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
+		/*
+		 * Granted, but the link is not up in time: the stream is in
+		 * step (we read the grant, the server waits for a PROPOSAL),
+		 * so a DECLINE takes both to TCP.
+		 */
+		else if (smr->hs_state == SMR_HS_WAIT_LINK)
+			smr_hs_decline(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
 		else
 			smr_hs_abort(smr, SMR_REASON_HANDSHAKE_TIMEOUT);
 	}

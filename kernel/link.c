@@ -32,12 +32,24 @@
  * its link.
  *
  * @setup_mutex is held by the rdma_cm handler while it acts on an event
- * (it creates the QP, connects, activates) and taken once by the teardown
+ * (it creates the QP, connects, activates), by the connect work (which
+ * holds the id's handler lock first, in the handler's order) and by the
+ * handshake telling a link it was granted, and taken once by the teardown
  * after the link is DEAD: a handler that began before cannot build on a
- * link being freed, and a later one sees DEAD and does nothing.
+ * link being freed, and a later one sees DEAD and does nothing. A connect
+ * work is queued only under it and before DEAD, so the teardown's cancel
+ * after that fence catches every one.
  *
- * Teardown (process context, smr_link_wq): mark DEAD, fence the handler,
- * drain the QP (every posted send and receive completes, flushed), detach
+ * Trust: a link carries connections only once both ends' SMR handshake
+ * made it (link_cm.c: grants, and the secret proven in the private data):
+ * lookups return only such links (smr_link_trusted()).
+ *
+ * An active link with no user idles out after net.smr.link_idle_timeout_ms
+ * (armed when it comes up unused and when its last user detaches), so
+ * neither a peer nor a vanished connection can leave one for ever.
+ *
+ * Teardown (process context, smr_link_wq): mark DEAD, fence the handler
+ * and the connect work, drain the QP (every posted send and receive completes, flushed), detach
  * every user and tell it (smr_link_ops.down), then free the pool, QP, CQ,
  * messages, PD and id.
  *
@@ -84,6 +96,8 @@
 
 LIST_HEAD(smr_links);
 DEFINE_SPINLOCK(smr_links_lock);
+/* links on smr_links (smr_links_lock): bounded by SMR_LINKS_MAX */
+unsigned int smr_links_count;
 struct workqueue_struct *smr_link_wq;
 const struct smr_link_ops *smr_link_user_ops;
 /* link ids, never 0; erased under smr_links_lock too (smr_link_lookup_id()) */
@@ -145,6 +159,21 @@ void smr_link_fail(struct smr_link *link, const char *why)
 	smr_link_down(link);
 }
 
+/*
+ * An active link nobody uses goes after net.smr.link_idle_timeout_ms
+ * unless a user attaches meanwhile. A queued idle work holds a reference,
+ * taken before it can run; if one was pending already it has its own (ours
+ * is not the last: the list holds one). Caller holds link->lock.
+ */
+static void smr_link_arm_idle_locked(struct smr_link *link)
+{
+	lockdep_assert_held(&link->lock);
+	kref_get(&link->ref);
+	if (mod_delayed_work(smr_link_wq, &link->idle_work,
+			     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
+		kref_put(&link->ref, smr_link_release);
+}
+
 /* The QP may carry CDCs now. Caller holds @setup_mutex. */
 void smr_link_set_active(struct smr_link *link)
 {
@@ -159,6 +188,14 @@ void smr_link_set_active(struct smr_link *link)
 		/* users waiting for the setup go on */
 		list_for_each_entry(user, &link->users, node)
 			smr_link_user_ops->up(user);
+		/*
+		 * Nobody waits (a passive link, always; ours if its connections
+		 * went during the setup): it idles out like a link whose last
+		 * user left, so a link that never carries a connection does
+		 * not live for ever.
+		 */
+		if (!link->nusers)
+			smr_link_arm_idle_locked(link);
 	}
 	spin_unlock_bh(&link->lock);
 	if (!up)
@@ -210,17 +247,8 @@ void smr_link_detach(struct smr_link *link, struct smr_link_user *user)
 		user->waiting = false;
 		waited = true;
 	}
-	/*
-	 * A queued idle work holds a reference, taken before it can run; if
-	 * one was pending already it has its own (ours is not the last: the
-	 * list holds one).
-	 */
-	if (arm) {
-		kref_get(&link->ref);
-		if (mod_delayed_work(smr_link_wq, &link->idle_work,
-				     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
-			kref_put(&link->ref, smr_link_release);
-	}
+	if (arm)
+		smr_link_arm_idle_locked(link);
 	spin_unlock_bh(&link->lock);
 	/* the caller holds a reference of its own: this is not the last */
 	if (waited)
@@ -743,8 +771,11 @@ static void smr_link_keepalive(struct work_struct *work)
 
 static void smr_link_teardown(struct work_struct *work);
 
-/* A link not listed yet, with the list's reference; NULL without memory. */
-struct smr_link *smr_link_alloc(bool active_side)
+/*
+ * A link not listed yet, with the list's reference; NULL without memory.
+ * @connect: its connect work (link_cm.c; the teardown cancels it).
+ */
+struct smr_link *smr_link_alloc(bool active_side, work_func_t connect)
 {
 	struct smr_link *link;
 
@@ -764,6 +795,7 @@ struct smr_link *smr_link_alloc(bool active_side)
 	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
 	link->keepalive_cqe.done = smr_link_keepalive_done;
 	INIT_WORK(&link->teardown_work, smr_link_teardown);
+	INIT_WORK(&link->connect_work, connect);
 	smr_buf_pool_init(&link->pool, smr_link_post_reg);
 	link->active_side = active_side;
 	link->state = SMR_LINK_CONNECTING;
@@ -899,14 +931,60 @@ err:
 
 /* ---- the list of links ---- */
 
+/*
+ * Room for one more link (@passive: the peer @raddr's): under
+ * SMR_LINKS_MAX in all and, for the peer's, SMR_LINKS_PER_PEER from one
+ * address. Listed links count until their teardown unlists them: each
+ * still holds its memory. Caller holds smr_links_lock.
+ */
+bool smr_link_room_locked(const struct in6_addr *raddr, bool passive)
+{
+	struct smr_link *link;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&smr_links_lock);
+	if (smr_links_count >= SMR_LINKS_MAX)
+		return false;
+	if (!passive)
+		return true;
+	list_for_each_entry(link, &smr_links, node)
+		if (!link->active_side && ipv6_addr_equal(&link->raddr, raddr))
+			n++;
+	return n < SMR_LINKS_PER_PEER;
+}
+
+/* List @link (counted against SMR_LINKS_MAX). Caller holds smr_links_lock. */
+void smr_link_list_add_locked(struct smr_link *link)
+{
+	lockdep_assert_held(&smr_links_lock);
+	list_add_tail(&link->node, &smr_links);
+	smr_links_count++;
+}
+
 void smr_link_list_add(struct smr_link *link)
 {
 	spin_lock_bh(&smr_links_lock);
-	list_add_tail(&link->node, &smr_links);
+	smr_link_list_add_locked(link);
 	spin_unlock_bh(&smr_links_lock);
 }
 
-/* The live link from @laddr to @raddr, with a reference; smr_links_lock held. */
+/*
+ * Every listed link was made by both ends' SMR handshake: ours connect
+ * only once the peer granted their secret (and are ACTIVE only once its
+ * accept echoed it), the peer's exist only because their request proved a
+ * grant this host made (link_cm.c). Checked anyway, so that no link built
+ * by an unknown party can ever carry or stall a connection.
+ */
+static bool smr_link_trusted(const struct smr_link *link)
+{
+	return link->active_side || READ_ONCE(link->authenticated);
+}
+
+/*
+ * The live link from @laddr to @raddr that this host may use, with a
+ * reference (ours while it is still set up, so that racing connections
+ * share it); smr_links_lock held.
+ */
 struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 				 const struct in6_addr *raddr)
 {
@@ -915,6 +993,7 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 	lockdep_assert_held(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
 		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		    smr_link_trusted(link) &&
 		    ipv6_addr_equal(&link->raddr, raddr) &&
 		    ipv6_addr_equal(&link->laddr, laddr)) {
 			kref_get(&link->ref);
@@ -924,7 +1003,10 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 	return NULL;
 }
 
-/* The listed, active link with id @id, with a reference; or NULL. */
+/*
+ * The listed, active, authenticated link with id @id, with a reference;
+ * or NULL.
+ */
 struct smr_link *smr_link_lookup_id(u32 id)
 {
 	struct smr_link *link;
@@ -932,6 +1014,7 @@ struct smr_link *smr_link_lookup_id(u32 id)
 	spin_lock_bh(&smr_links_lock);
 	link = xa_load(&smr_link_ids, id);
 	if (link && (READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
+		     !READ_ONCE(link->authenticated) ||
 		     list_empty(&link->node)))
 		link = NULL;
 	if (link)
@@ -953,12 +1036,17 @@ static void smr_link_teardown(struct work_struct *work)
 	spin_lock_bh(&smr_links_lock);
 	listed = !list_empty(&link->node);
 	list_del_init(&link->node);
+	if (listed)
+		smr_links_count--;
 	xa_erase_bh(&smr_link_ids, link->id);
 	spin_unlock_bh(&smr_links_lock);
 
 	/* DEAD already: no rdma_cm handler builds on the link after this */
 	mutex_lock(&link->setup_mutex);
 	mutex_unlock(&link->setup_mutex);
+	/* nor queues a connect: one queued before runs (sees DEAD) or goes */
+	if (cancel_work_sync(&link->connect_work))
+		smr_link_put(link);
 	if (cancel_delayed_work_sync(&link->idle_work))
 		smr_link_put(link);
 	/* DEAD already: it does not queue itself again */

@@ -65,6 +65,10 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 			       const struct net *net,
 			       const struct in6_addr *raddr);
+bool smr_link_needs_grant(struct smr_link *link, u32 *id, u8 *secret);
+int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret);
+int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
+		   const struct in6_addr *raddr, const u8 *secret);
 void smr_link_detach(struct smr_link *link, struct smr_link_user *user);
 void smr_link_hold(struct smr_link *link);
 void smr_link_put(struct smr_link *link);

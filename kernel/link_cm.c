@@ -3,10 +3,20 @@
  * SMR: setting RDMA links up with rdma_cm. The first connection to a peer
  * creates the link, later ones find it (smr_link_get()).
  *
- * The active side resolves the peer's TCP address (rdma_cm picks the RDMA
- * device that routes to it: no configuration), connects to the module's
- * rdma_cm listener on the peer (port cm_port) and learns the peer's link id
- * from the reply's private data (wire.c's smr_cm_priv); the client names
+ * A link is made by both ends' SMR handshake, never by whoever reaches the
+ * listener (the rdma_cm device node is world-writable, and anyone on the
+ * fabric can send a connect request). The active side draws a 128-bit
+ * secret for the link and resolves the peer's TCP address (rdma_cm picks
+ * the RDMA device that routes to it: no configuration) while its
+ * connection asks the peer to grant the secret over the TCP stream
+ * (LINK_REQUEST; the server records a grant bound to both addresses,
+ * smr_link_grant(), and answers LINK_GRANT). Once granted and routed it
+ * connects to the module's rdma_cm listener on the peer (port cm_port),
+ * proving the secret in the private data (wire.c's smr_cm_priv, version
+ * 3). The listener builds a link only for a request that consumes a live
+ * grant from that very address, within the bounds of link_core.h, and
+ * rejects anything else before allocating anything (links_refused). The
+ * reply echoes the secret and carries the peer's link id; the client names
  * that id in its PROPOSAL, and the server finds the link by it
  * (smr_link_find()), so both ends of a connection use the same queue pair.
  *
@@ -18,13 +28,24 @@
  * ---------------------
  * As link.c says: the rdma_cm handler acts under the link's @setup_mutex
  * and does nothing on a DEAD link; a handler error takes the link down and
- * the teardown destroys the id. Connections racing to a peer with no link
- * find one another's under smr_links_lock. The listener lives from
+ * the teardown destroys the id. A grant that arrives after the route
+ * resolved connects from the link's connect work, under the id's handler
+ * lock and then @setup_mutex (the handler's order). Connections racing to
+ * a peer with no link find one another's under smr_links_lock. The
+ * listener's handler runs in rdma_cm's context for each request: it checks
+ * the grant under smr_link_grants_lock (BH; the grants and their count,
+ * freed at module exit) and builds passive links one at a time under
+ * smr_link_accept_mutex (inside rdma_cm's handler lock, outside
+ * @setup_mutex), so the bounds hold exactly. The listener lives from
  * smr_link_init() to smr_link_exit().
  */
+#include <crypto/algapi.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/workqueue.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -45,39 +66,165 @@ MODULE_PARM_DESC(cm_port, "rdma_cm port of SMR's link listener (default "
 
 static struct rdma_cm_id *smr_cm_listener;
 
-/* Our private data: our link id, and the receives we posted (credits). */
+static void smr_link_connect_work(struct work_struct *work);
+
+/* ---- grants: secrets this host let its peers prove ---- */
+
+struct smr_link_grant {
+	struct list_head	node;		/* on smr_link_grants, oldest first */
+	struct in6_addr		laddr;		/* ours, as the request must reach */
+	struct in6_addr		raddr;		/* the peer's, as it must come from */
+	unsigned long		expires;	/* jiffies */
+	u8			secret[SMR_LINK_SECRET_LEN];
+};
+
+/* smr_link_grants_lock (BH): the list and its count; freed at module exit */
+static LIST_HEAD(smr_link_grants);
+static unsigned int smr_link_ngrants;
+static DEFINE_SPINLOCK(smr_link_grants_lock);
+/*
+ * Builds passive links one at a time, so that the bounds checked before
+ * anything is allocated still hold when the link is listed. Taken in the
+ * listener's handler, inside rdma_cm's handler lock, outside @setup_mutex.
+ */
+static DEFINE_MUTEX(smr_link_accept_mutex);
+
+static void smr_link_grant_del_locked(struct smr_link_grant *g)
+{
+	lockdep_assert_held(&smr_link_grants_lock);
+	list_del(&g->node);
+	smr_link_ngrants--;
+	kfree(g);
+}
+
+static bool smr_link_grant_match(const struct smr_link_grant *g,
+				 const struct in6_addr *laddr,
+				 const struct in6_addr *raddr, const u8 *secret)
+{
+	return ipv6_addr_equal(&g->raddr, raddr) &&
+	       ipv6_addr_equal(&g->laddr, laddr) &&
+	       !crypto_memneq(g->secret, secret, SMR_LINK_SECRET_LEN);
+}
+
+/*
+ * The server side of a handshake whose client asked (LINK_REQUEST) to
+ * connect a link from @raddr to @laddr with @secret (SMR_LINK_SECRET_LEN
+ * bytes): record the grant its rdma_cm request must prove. A second
+ * request for the same link (another connection waiting on it) renews the
+ * first. 0, or -ENETUNREACH (links live in init_net only), -EBUSY (the
+ * peer, or this host, has all the links or grants it may), -ENOMEM.
+ * Process context.
+ */
+int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
+		   const struct in6_addr *raddr, const u8 *secret)
+{
+	struct smr_link_grant *g, *tmp, *oldest = NULL;
+	unsigned int of_peer = 0;
+	bool room;
+	int err = 0;
+
+	if (!net_eq(net, &init_net))
+		return -ENETUNREACH;
+	spin_lock_bh(&smr_links_lock);
+	room = smr_link_room_locked(raddr, true);
+	spin_unlock_bh(&smr_links_lock);
+	if (!room)
+		return -EBUSY;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		return -ENOMEM;
+	g->laddr = *laddr;
+	g->raddr = *raddr;
+	g->expires = jiffies + SMR_LINK_GRANT_TIMEOUT;
+	memcpy(g->secret, secret, SMR_LINK_SECRET_LEN);
+
+	spin_lock_bh(&smr_link_grants_lock);
+	list_for_each_entry_safe(tmp, oldest, &smr_link_grants, node)
+		if (time_after_eq(jiffies, tmp->expires))
+			smr_link_grant_del_locked(tmp);
+	oldest = NULL;
+	list_for_each_entry(tmp, &smr_link_grants, node) {
+		if (smr_link_grant_match(tmp, laddr, raddr, secret)) {
+			/* renewed: the newest again */
+			tmp->expires = g->expires;
+			list_move_tail(&tmp->node, &smr_link_grants);
+			spin_unlock_bh(&smr_link_grants_lock);
+			kfree(g);
+			return 0;
+		}
+		if (ipv6_addr_equal(&tmp->raddr, raddr) && !of_peer++)
+			oldest = tmp;
+	}
+	/* a peer's grants beyond its share make room from its own oldest */
+	if (of_peer >= SMR_LINK_GRANTS_PER_PEER)
+		smr_link_grant_del_locked(oldest);
+	if (smr_link_ngrants < SMR_LINK_GRANTS_MAX) {
+		list_add_tail(&g->node, &smr_link_grants);
+		smr_link_ngrants++;
+		g = NULL;
+	} else {
+		err = -EBUSY;
+	}
+	spin_unlock_bh(&smr_link_grants_lock);
+	kfree(g);
+	if (!err)
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTED);
+	return err;
+}
+
+/*
+ * A connect request from @raddr to @laddr proves @secret: true if a live
+ * grant matches, which it consumes (one link per grant).
+ */
+static bool smr_link_grant_take(const struct in6_addr *laddr,
+				const struct in6_addr *raddr, const u8 *secret)
+{
+	struct smr_link_grant *g;
+	bool found = false;
+
+	spin_lock_bh(&smr_link_grants_lock);
+	list_for_each_entry(g, &smr_link_grants, node) {
+		if (smr_link_grant_match(g, laddr, raddr, secret)) {
+			found = time_before(jiffies, g->expires);
+			smr_link_grant_del_locked(g);
+			break;
+		}
+	}
+	spin_unlock_bh(&smr_link_grants_lock);
+	return found;
+}
+
+static void smr_link_grants_free(void)
+{
+	struct smr_link_grant *g, *tmp;
+
+	spin_lock_bh(&smr_link_grants_lock);
+	list_for_each_entry_safe(g, tmp, &smr_link_grants, node)
+		smr_link_grant_del_locked(g);
+	spin_unlock_bh(&smr_link_grants_lock);
+}
+
+/* ---- rdma_cm ---- */
+
+/*
+ * Our private data: our link id, the receives we posted (credits) and the
+ * link's secret (the request proves it; the accept echoes it).
+ */
 static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
-				u32 id)
+				const struct smr_link *link)
 {
 	struct smr_cm_priv p = {
-		.link_id	= id,
+		.link_id	= link->id,
 		.credits	= SMR_LINK_RQ_DEPTH,
 	};
 
+	memcpy(p.secret, link->secret, sizeof(p.secret));
 	smr_cm_priv_build(&p, priv);
 	memset(param, 0, sizeof(*param));
 	param->private_data = priv;
 	param->private_data_len = SMR_CM_PRIV_LEN;
 	param->retry_count = SMR_LINK_RETRY_COUNT;
 	param->rnr_retry_count = SMR_LINK_RNR_RETRY;
-}
-
-/*
- * The peer's private data, checked by the codec; -EPROTO if not SMR's.
- * Caller holds @setup_mutex.
- */
-static int smr_link_peer_param(struct smr_link *link,
-			       const struct rdma_conn_param *param)
-{
-	struct smr_cm_priv p;
-
-	lockdep_assert_held(&link->setup_mutex);
-	if (smr_cm_priv_parse(param->private_data, param->private_data_len,
-			      &p))
-		return -EPROTO;
-	link->peer_id = p.link_id;
-	link->peer_credits = p.credits;
-	return 0;
 }
 
 static void smr_addr_from_sockaddr(struct in6_addr *a,
@@ -90,35 +237,73 @@ static void smr_addr_from_sockaddr(struct in6_addr *a,
 		*a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
 }
 
-/* A peer connects to our listener: a passive link. */
+/*
+ * Reject a connect request we will not build a link for, at once and
+ * counted; the caller returns non-zero, so rdma_cm destroys the id: the
+ * request leaves nothing behind.
+ */
+static int smr_link_refuse(struct rdma_cm_id *id)
+{
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_REFUSED);
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return -EACCES;
+}
+
+/*
+ * A peer connects to our listener. Before anything is allocated: its
+ * private data must parse (version 3), prove a live grant this host made
+ * over an SMR handshake from that very address to this one (consumed),
+ * and the peer and this host must have room for one more link. Anything
+ * else is rejected at once. Then a passive link, authenticated.
+ */
 static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rdma_conn_param param;
 	u8 priv[SMR_CM_PRIV_LEN];
+	struct in6_addr laddr, raddr;
 	struct smr_link *link;
+	struct smr_cm_priv p;
+	bool room;
 	int err;
 
-	link = smr_link_alloc(false);
-	if (!link)
-		return -ENOMEM;
+	if (smr_cm_priv_parse(ev->param.conn.private_data,
+			      ev->param.conn.private_data_len, &p))
+		return smr_link_refuse(id);
+	smr_addr_from_sockaddr(&laddr,
+			       (struct sockaddr *)&id->route.addr.src_addr);
+	smr_addr_from_sockaddr(&raddr,
+			       (struct sockaddr *)&id->route.addr.dst_addr);
+	if (!smr_link_grant_take(&laddr, &raddr, p.secret))
+		return smr_link_refuse(id);
+
+	mutex_lock(&smr_link_accept_mutex);
+	spin_lock_bh(&smr_links_lock);
+	room = smr_link_room_locked(&raddr, true);
+	spin_unlock_bh(&smr_links_lock);
+	if (!room) {
+		mutex_unlock(&smr_link_accept_mutex);
+		return smr_link_refuse(id);
+	}
+	link = smr_link_alloc(false, smr_link_connect_work);
+	if (!link) {
+		err = -ENOMEM;
+		goto err_unlock;
+	}
 	/* not listed yet; the mutex is for the teardown once it is */
 	mutex_lock(&link->setup_mutex);
-	err = smr_link_peer_param(link, &ev->param.conn);
-	if (err) {
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		goto err_free;
-	}
+	link->peer_id = p.link_id;
+	link->peer_credits = p.credits;
+	memcpy(link->secret, p.secret, sizeof(link->secret));
+	link->authenticated = true;
 	link->cm_id = id;
-	smr_addr_from_sockaddr(&link->laddr,
-			       (struct sockaddr *)&id->route.addr.src_addr);
-	smr_addr_from_sockaddr(&link->raddr,
-			       (struct sockaddr *)&id->route.addr.dst_addr);
+	link->laddr = laddr;
+	link->raddr = raddr;
 	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
 	if (!err)
 		err = smr_link_create_qp(link, id);
 	if (err)
 		goto err_free;
-	smr_link_conn_param(&param, priv, link->id);
+	smr_link_conn_param(&param, priv, link);
 	id->context = link;
 	err = rdma_accept(id, &param);
 	if (err) {
@@ -129,22 +314,90 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	/* the QP is ready to send once accepted; RTU follows */
 	smr_link_list_add(link);
+	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
 	mutex_unlock(&link->setup_mutex);
+	mutex_unlock(&smr_link_accept_mutex);
 	return 0;
 
 err_free:
 	mutex_unlock(&link->setup_mutex);
 	smr_link_discard(link);
-	return err;	/* rdma_cm destroys the id */
+err_unlock:
+	mutex_unlock(&smr_link_accept_mutex);
+	return err;	/* rdma_cm destroys the id (and rejects) */
+}
+
+/*
+ * Ours: the route is resolved and the peer granted our secret: the QP,
+ * and the connect request proving the secret. Caller holds the id's
+ * handler lock (in its handler, or rdma_lock_handler()) and @setup_mutex.
+ */
+static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
+{
+	struct rdma_conn_param param;
+	u8 priv[SMR_CM_PRIV_LEN];
+	int err;
+
+	lockdep_assert_held(&link->setup_mutex);
+	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
+	if (!err)
+		err = smr_link_create_qp(link, id);
+	if (err)
+		return err;
+	smr_link_conn_param(&param, priv, link);
+	return rdma_connect_locked(id, &param);
+}
+
+/*
+ * The grant came after the route resolved: connect from here, with the
+ * id's handler lock taken first as rdma_cm takes it for the handler. The
+ * queued work holds a link reference; the teardown cancels it (fenced
+ * first, see link.c), so the id lives while it runs.
+ */
+static void smr_link_connect_work(struct work_struct *work)
+{
+	struct smr_link *link = container_of(work, struct smr_link,
+					     connect_work);
+	int err = 0;
+
+	rdma_lock_handler(link->cm_id);
+	mutex_lock(&link->setup_mutex);
+	if (READ_ONCE(link->state) != SMR_LINK_DEAD && !link->qp)
+		err = smr_link_connect(link, link->cm_id);
+	mutex_unlock(&link->setup_mutex);
+	rdma_unlock_handler(link->cm_id);
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+	}
+	smr_link_put(link);	/* the queued work's */
+}
+
+/*
+ * Ours, the accept: its private data must parse and echo our secret
+ * (the peer built the link on our grant). Caller holds @setup_mutex.
+ */
+static int smr_link_peer_param(struct smr_link *link,
+			       const struct rdma_conn_param *param)
+{
+	struct smr_cm_priv p;
+
+	lockdep_assert_held(&link->setup_mutex);
+	if (smr_cm_priv_parse(param->private_data, param->private_data_len,
+			      &p) ||
+	    crypto_memneq(p.secret, link->secret, sizeof(p.secret)))
+		return -EPROTO;
+	link->peer_id = p.link_id;
+	link->peer_credits = p.credits;
+	WRITE_ONCE(link->authenticated, true);
+	return 0;
 }
 
 /* One rdma_cm event of a link's id. Caller holds @setup_mutex. */
 static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
 			     struct rdma_cm_event *ev)
 {
-	struct rdma_conn_param param;
-	u8 priv[SMR_CM_PRIV_LEN];
 	int err = 0;
 
 	lockdep_assert_held(&link->setup_mutex);
@@ -153,13 +406,10 @@ static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
 		err = rdma_resolve_route(id, SMR_CM_TIMEOUT_MS);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
-		if (!err)
-			err = smr_link_create_qp(link, id);
-		if (err)
-			break;
-		smr_link_conn_param(&param, priv, link->id);
-		err = rdma_connect_locked(id, &param);
+		/* connects once granted too (smr_link_granted()) */
+		link->route_resolved = true;
+		if (link->granted && !link->qp)
+			err = smr_link_connect(link, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (link->active_side) {
@@ -237,10 +487,13 @@ static void smr_link_sockaddrs(int family, const struct in6_addr *laddr,
 
 /*
  * The link from @laddr to @raddr (a connection's addresses, v4-mapped for
- * IPv4; @family says which), attached to @user: an existing one, or a new
- * one whose setup has begun. Connections racing to a peer with no link
- * find one another's under smr_links_lock, so they share one. NULL if none
- * can be made. The user holds the returned reference.
+ * IPv4; @family says which), attached to @user: an existing one this host
+ * may use (smr_link_lookup()), or a new one of ours, with a fresh secret,
+ * whose address and route resolution has begun; it connects once the peer
+ * granted the secret too (smr_link_needs_grant(), smr_link_granted()).
+ * Connections racing to a peer with no link find one another's under
+ * smr_links_lock, so they share one. NULL if none can be made (or this
+ * host has SMR_LINKS_MAX). The user holds the returned reference.
  */
 struct smr_link *smr_link_get(struct smr_link_user *user,
 			      const struct net *net, int family,
@@ -250,7 +503,8 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	struct sockaddr_storage src = {}, dst = {};
 	struct smr_link *link, *found;
 	struct rdma_cm_id *id;
-	int err;
+	bool room = false;
+	int err = 0;
 
 	if (!net_eq(net, &init_net))
 		return NULL;
@@ -263,11 +517,15 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 		return found;
 	}
 
-	link = smr_link_alloc(true);
+	link = smr_link_alloc(true, smr_link_connect_work);
 	if (!link)
 		return NULL;
 	link->laddr = *laddr;
 	link->raddr = *raddr;
+	/* what the peer grants and our connect request proves */
+	do {
+		get_random_bytes(link->secret, sizeof(link->secret));
+	} while (!memchr_inv(link->secret, 0, sizeof(link->secret)));
 	smr_link_sockaddrs(family, laddr, raddr, &src, &dst);
 	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
 			    IB_QPT_RC);
@@ -280,13 +538,17 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	/* listed before it connects: a racing connection waits on it */
 	spin_lock_bh(&smr_links_lock);
 	found = smr_link_lookup(laddr, raddr);
-	if (!found)
-		list_add_tail(&link->node, &smr_links);
+	if (!found) {
+		room = smr_link_room_locked(raddr, false);
+		if (room)
+			smr_link_list_add_locked(link);
+	}
 	spin_unlock_bh(&smr_links_lock);
-	if (found) {
+	if (found || !room) {
 		rdma_destroy_id(id);
 		smr_link_discard(link);
-		smr_link_attach(found, user);
+		if (found)
+			smr_link_attach(found, user);
 		return found;
 	}
 	kref_get(&link->ref);		/* the user's */
@@ -295,13 +557,63 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	queue_delayed_work(smr_link_wq, &link->keepalive_work,
 			   SMR_LINK_SETUP_TIMEOUT);
 
-	err = rdma_resolve_addr(id, (struct sockaddr *)&src,
-				(struct sockaddr *)&dst, SMR_CM_TIMEOUT_MS);
+	/* the handler and the teardown may run from now on */
+	mutex_lock(&link->setup_mutex);
+	if (READ_ONCE(link->state) != SMR_LINK_DEAD)
+		err = rdma_resolve_addr(id, (struct sockaddr *)&src,
+					(struct sockaddr *)&dst,
+					SMR_CM_TIMEOUT_MS);
+	mutex_unlock(&link->setup_mutex);
 	if (err) {
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 		smr_link_down(link);
 	}
 	return link;
+}
+
+/*
+ * The client side: @link is ours and the peer has not granted its secret
+ * yet: true, with our id of it in @id and the secret in @secret
+ * (SMR_LINK_SECRET_LEN bytes) for a LINK_REQUEST. Every connection waiting
+ * on such a link may ask; the peer keeps one grant for them all.
+ */
+bool smr_link_needs_grant(struct smr_link *link, u32 *id, u8 *secret)
+{
+	bool needs;
+
+	mutex_lock(&link->setup_mutex);
+	needs = link->active_side && !link->granted &&
+		READ_ONCE(link->state) == SMR_LINK_CONNECTING;
+	mutex_unlock(&link->setup_mutex);
+	if (needs) {
+		*id = link->id;
+		memcpy(secret, link->secret, SMR_LINK_SECRET_LEN);
+	}
+	return needs;
+}
+
+/*
+ * The client side: the peer's LINK_GRANT names @link (our @id) and echoes
+ * @secret: the link connects as soon as its route is resolved. -EPROTO if
+ * the grant is not for this link. Process context.
+ */
+int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
+{
+	if (!link->active_side || id != link->id ||
+	    crypto_memneq(secret, link->secret, SMR_LINK_SECRET_LEN))
+		return -EPROTO;
+	mutex_lock(&link->setup_mutex);
+	if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
+		link->granted = true;
+		/* resolved before: the handler left the connect to us */
+		if (link->route_resolved && !link->qp) {
+			kref_get(&link->ref);	/* the work's */
+			if (!queue_work(smr_link_wq, &link->connect_work))
+				smr_link_put(link);
+		}
+	}
+	mutex_unlock(&link->setup_mutex);
+	return 0;
 }
 
 /*
@@ -379,4 +691,6 @@ void smr_link_exit(void)
 	while (!list_empty_careful(&smr_links))
 		smr_link_devices_gone(NULL);
 	destroy_workqueue(smr_link_wq);
+	/* no handshake or listener is left to add or take one */
+	smr_link_grants_free();
 }

@@ -55,6 +55,21 @@
  * "for ever" to rxe), and the ack timeout exponent between them
  * (4.096 us << 18 = 1.07 s: slow TCG guests retransmit, they do not fail).
  */
+/*
+ * What a host lets its peers build (link_cm.c). Every passive link needs a
+ * grant this host made over an SMR handshake (smr_link_grant()); grants
+ * live until their link's setup would have failed anyway, and are bounded
+ * per peer address (its oldest goes first) and in all (a full table
+ * refuses: that connection falls back to TCP). Links are bounded in all
+ * (both sides: each pins about 300 KB of kernel memory) and, for passive
+ * ones, per peer address; a request past a bound is rejected before
+ * anything is allocated.
+ */
+#define SMR_LINK_GRANT_TIMEOUT		SMR_LINK_SETUP_TIMEOUT
+#define SMR_LINK_GRANTS_PER_PEER	4
+#define SMR_LINK_GRANTS_MAX		64
+#define SMR_LINKS_PER_PEER		8
+#define SMR_LINKS_MAX			256
 #define SMR_LINK_RETRY_COUNT	6
 #define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
 #define SMR_LINK_ACK_TIMEOUT	18
@@ -81,8 +96,10 @@ struct smr_rx_slot {
  * @free_slots, @sq_free, @tx_wait, @ntx_wait, @peer_credits,
  * @credits_owed, @credit_msg_posted, @keepalive_posted and every user's
  * smr_link_user fields. smr_links_lock: @node. @setup_mutex: the QP's
- * creation and @peer_id, @peer_credits before the link is ACTIVE. The
- * rest is set once during setup and read-only afterwards.
+ * creation, @granted, @route_resolved, @authenticated (written; read
+ * locklessly once the link is ACTIVE) and @peer_id, @peer_credits before
+ * the link is ACTIVE. The rest is set once during setup and read-only
+ * afterwards (@secret: before the link is listed).
  */
 struct smr_link {
 	struct kref		ref;
@@ -92,6 +109,19 @@ struct smr_link {
 	u8			state;		/* enum smr_link_state */
 	bool			active_side;	/* we connected */
 	bool			down;		/* teardown queued */
+	/*
+	 * Both ends' SMR handshake made this link: ours once the peer's
+	 * accept echoed the secret it granted us, the peer's from the
+	 * start (its request proved a grant we made). Only such a link
+	 * carries connections (see smr_link_trusted()).
+	 */
+	bool			authenticated;
+	bool			granted;	/* ours: the peer granted @secret */
+	bool			route_resolved;	/* ours: ready to connect */
+	/* ours: drawn at creation; the peer's: the one its request proved */
+	u8			secret[SMR_LINK_SECRET_LEN];
+	/* ours: connects once granted after the route resolved (link_cm.c) */
+	struct work_struct	connect_work;
 	struct in6_addr		laddr;		/* v4-mapped for IPv4 */
 	struct in6_addr		raddr;
 	struct rdma_cm_id	*cm_id;
@@ -132,14 +162,17 @@ struct smr_link {
 
 extern struct list_head smr_links;
 extern spinlock_t smr_links_lock;
+extern unsigned int smr_links_count;
 extern struct workqueue_struct *smr_link_wq;
 extern const struct smr_link_ops *smr_link_user_ops;
 
-struct smr_link *smr_link_alloc(bool active_side);
+struct smr_link *smr_link_alloc(bool active_side, work_func_t connect);
 void smr_link_discard(struct smr_link *link);
 struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 				 const struct in6_addr *raddr);
 struct smr_link *smr_link_lookup_id(u32 id);
+bool smr_link_room_locked(const struct in6_addr *raddr, bool passive);
+void smr_link_list_add_locked(struct smr_link *link);
 void smr_link_list_add(struct smr_link *link);
 void smr_link_attach(struct smr_link *link, struct smr_link_user *user);
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);

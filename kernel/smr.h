@@ -66,6 +66,7 @@ enum smr_hs_state {
 	SMR_HS_WAIT_PROPOSAL,	/* server child: answered the SYN */
 	SMR_HS_WAIT_CONFIRM,	/* server child: ACCEPT sent */
 	SMR_HS_WAIT_LINK,	/* client: the RDMA link to the peer comes up */
+	SMR_HS_WAIT_GRANT,	/* client: LINK_REQUEST sent for a new link */
 	SMR_HS_DONE,		/* decided: @mode is set */
 };
 

@@ -36,6 +36,8 @@ enum smr_stat {
 	SMR_STAT_LINKS_CREATED,		/* RDMA links set up (either side) */
 	SMR_STAT_LINKS_DESTROYED,
 	SMR_STAT_LINKS_FAILED,		/* links that died in error */
+	SMR_STAT_LINKS_GRANTED,		/* link secrets granted to peers */
+	SMR_STAT_LINKS_REFUSED,		/* rdma_cm requests rejected unbuilt */
 	SMR_STAT_CDC_SENT,
 	SMR_STAT_CDC_RECEIVED,
 	SMR_STAT_CDC_STALE,		/* ignored: old sequence number */

@@ -199,6 +199,11 @@ void smr_opt_write(u8 *buf, const struct smr_opt *opt)
 #define SMR_HS_D_RESERVED_LEN	3
 #define SMR_HS_D_TOKEN_ECHO	12
 
+/* LINK_REQUEST and LINK_GRANT */
+#define SMR_HS_L_LINK_ID	8
+#define SMR_HS_L_RESERVED	12	/* u32 */
+#define SMR_HS_L_SECRET		16
+
 /* exact length of a version 1 message of @type, 0 for an unknown type */
 static size_t smr_hs_type_len(u8 type)
 {
@@ -211,6 +216,9 @@ static size_t smr_hs_type_len(u8 type)
 		return SMR_HS_CONFIRM_LEN;
 	case SMR_HS_DECLINE:
 		return SMR_HS_DECLINE_LEN;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		return SMR_HS_LINK_MSG_LEN;
 	}
 	return 0;
 }
@@ -277,6 +285,13 @@ static int smr_hs_validate(const struct smr_hs_msg *m)
 	case SMR_HS_DECLINE:
 		/* unknown reasons below the limit are the caller's to map */
 		if (m->decline.reason >= SMR_HS_REASON_LIMIT)
+			return -SMR_WIRE_EFIELD;
+		return 0;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		/* a zero secret is none: it would prove nothing */
+		if (!m->link.link_id ||
+		    smr_bytes_zero(m->link.secret, sizeof(m->link.secret)))
 			return -SMR_WIRE_EFIELD;
 		return 0;
 	}
@@ -355,6 +370,14 @@ static int smr_hs_decode(const u8 *buf, struct smr_hs_msg *m)
 		m->decline.reason = buf[SMR_HS_D_REASON];
 		m->decline.token_echo = smr_get_be64(buf + SMR_HS_D_TOKEN_ECHO);
 		return 0;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		if (smr_get_be32(buf + SMR_HS_L_RESERVED))
+			return -SMR_WIRE_EFIELD;
+		m->link.link_id = smr_get_be32(buf + SMR_HS_L_LINK_ID);
+		smr_copy_bytes(m->link.secret, buf + SMR_HS_L_SECRET,
+			       sizeof(m->link.secret));
+		return 0;
 	}
 	return -SMR_WIRE_ETYPE;	/* unreachable: smr_hs_peek() checked */
 }
@@ -404,6 +427,9 @@ int smr_hs_check(const struct smr_hs_msg *msg, u8 expected, u64 my_token)
 		    msg->decline.token_echo == my_token)
 			return 0;
 		return -SMR_WIRE_ETOKEN;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		return 0;	/* no token: the link layer checks the secret */
 	}
 	return -SMR_WIRE_ETYPE;
 }
@@ -463,6 +489,12 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 		buf[SMR_HS_D_REASON] = msg->decline.reason;
 		smr_put_be64(buf + SMR_HS_D_TOKEN_ECHO, msg->decline.token_echo);
 		break;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		smr_put_be32(buf + SMR_HS_L_LINK_ID, msg->link.link_id);
+		smr_copy_bytes(buf + SMR_HS_L_SECRET, msg->link.secret,
+			       sizeof(msg->link.secret));
+		break;
 	}
 	return len;
 }
@@ -475,6 +507,7 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 #define SMR_CM_OFF_CREDITS	6	/* u16 */
 #define SMR_CM_OFF_LINK_ID	8	/* u32 */
 #define SMR_CM_OFF_RESERVED	12	/* u32, written 0, must be 0 */
+#define SMR_CM_OFF_SECRET	16	/* SMR_LINK_SECRET_LEN bytes */
 
 int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out)
 {
@@ -496,7 +529,9 @@ int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out)
 	p.flags = buf[SMR_CM_OFF_FLAGS];
 	p.credits = smr_get_be16(buf + SMR_CM_OFF_CREDITS);
 	p.link_id = smr_get_be32(buf + SMR_CM_OFF_LINK_ID);
-	if (!p.credits || p.credits > SMR_CM_CREDITS_MAX || !p.link_id)
+	smr_copy_bytes(p.secret, buf + SMR_CM_OFF_SECRET, sizeof(p.secret));
+	if (!p.credits || p.credits > SMR_CM_CREDITS_MAX || !p.link_id ||
+	    smr_bytes_zero(p.secret, sizeof(p.secret)))
 		return -SMR_WIRE_EFIELD;
 	*out = p;
 	return 0;
@@ -510,6 +545,7 @@ void smr_cm_priv_build(const struct smr_cm_priv *p, u8 *buf)
 	smr_put_be16(buf + SMR_CM_OFF_CREDITS, p->credits);
 	smr_put_be32(buf + SMR_CM_OFF_LINK_ID, p->link_id);
 	smr_put_be32(buf + SMR_CM_OFF_RESERVED, 0);
+	smr_copy_bytes(buf + SMR_CM_OFF_SECRET, p->secret, sizeof(p->secret));
 }
 
 /* ---- CDC messages ---- */

@@ -67,6 +67,8 @@ enum smr_hs_type {
 	SMR_HS_ACCEPT	= 2,	/* server -> client */
 	SMR_HS_CONFIRM	= 3,	/* client -> server */
 	SMR_HS_DECLINE	= 4,	/* either way, instead of the next message */
+	SMR_HS_LINK_REQUEST = 5, /* client -> server, before PROPOSAL */
+	SMR_HS_LINK_GRANT = 6,	/* server -> client, answers LINK_REQUEST */
 };
 
 /* exact total lengths (header + body + trailer) of version 1 messages */
@@ -74,6 +76,15 @@ enum smr_hs_type {
 #define SMR_HS_ACCEPT_LEN	80
 #define SMR_HS_CONFIRM_LEN	44
 #define SMR_HS_DECLINE_LEN	24
+#define SMR_HS_LINK_MSG_LEN	36	/* LINK_REQUEST and LINK_GRANT */
+
+/*
+ * The secret that ties an RDMA link to a handshake: drawn by the host that
+ * connects the link, granted by its peer over an SMR handshake
+ * (LINK_REQUEST, LINK_GRANT) and proven in the rdma_cm connect request's
+ * private data. Never all zero.
+ */
+#define SMR_LINK_SECRET_LEN	16
 
 #define SMR_HS_CAP_RDMA		0x01	/* sender has an RDMA device for the peer */
 #define SMR_HS_CAP_CDC_INLINE	0x02	/* sender takes CDCs carrying data */
@@ -132,6 +143,11 @@ struct smr_hs_msg {
 			u8			reason;		/* smr_reason, < REASON_LIMIT */
 			u64			token_echo;	/* receiver's, 0 if unknown */
 		} decline;
+		/* LINK_REQUEST, and LINK_GRANT echoing the request */
+		struct {
+			u32			link_id;	/* client's id, non-zero */
+			u8			secret[SMR_LINK_SECRET_LEN];
+		} link;
 	};
 };
 
@@ -170,7 +186,9 @@ int smr_hs_parse(const u8 *buf, size_t len, struct smr_hs_msg *out);
 /*
  * Check a parsed message against the state machine: its type must be
  * @expected (or DECLINE) and its token echo must equal @my_token (for
- * ACCEPT/CONFIRM/DECLINE; a DECLINE may echo 0). 0 or -SMR_WIRE_E*.
+ * ACCEPT/CONFIRM/DECLINE; a DECLINE may echo 0). LINK_REQUEST and
+ * LINK_GRANT carry no token: their secret is the link layer's to check.
+ * 0 or -SMR_WIRE_E*.
  */
 int smr_hs_check(const struct smr_hs_msg *msg, u8 expected, u64 my_token);
 /*
@@ -182,24 +200,27 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap);
 
 /* ---- rdma_cm private data of the RDMA link's connect and accept ---- */
 #define SMR_CM_MAGIC		0x534d524cu	/* "SMRL" */
-#define SMR_CM_VERSION		2
-#define SMR_CM_PRIV_LEN		16
+#define SMR_CM_VERSION		3
+#define SMR_CM_PRIV_LEN		32
 #define SMR_CM_CREDITS_MAX	4096		/* largest initial grant */
 
 struct smr_cm_priv {
 	u32	link_id;	/* the sender's id of the link, non-zero */
 	u16	credits;	/* receives posted for the peer's SENDs: 1..MAX */
 	u8	flags;		/* none defined: 0; unknown bits ignored */
+	/* request: the granted secret; accept: its echo. Never all zero */
+	u8	secret[SMR_LINK_SECRET_LEN];
 };
 
 /*
  * Parse the private data of an rdma_cm connect request or accept. 0 and
  * @out filled, or -SMR_WIRE_ELENGTH (@buf NULL or @len under
  * SMR_CM_PRIV_LEN) / -SMR_WIRE_EMAGIC / -SMR_WIRE_EVERSION (any version
- * but SMR_CM_VERSION, 1 included) / -SMR_WIRE_EFIELD (link_id 0, credits
- * 0 or over SMR_CM_CREDITS_MAX, reserved bytes not zero). rdma_cm may hand
- * over a longer, padded buffer: bytes past SMR_CM_PRIV_LEN are ignored.
- * @flags keeps unknown bits. @out is written only on success.
+ * but SMR_CM_VERSION, 1 and 2 included) / -SMR_WIRE_EFIELD (link_id 0,
+ * credits 0 or over SMR_CM_CREDITS_MAX, reserved bytes not zero, secret
+ * all zero). rdma_cm may hand over a longer, padded buffer: bytes past
+ * SMR_CM_PRIV_LEN are ignored. @flags keeps unknown bits. @out is written
+ * only on success.
  */
 int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out);
 /* Encode @p into SMR_CM_PRIV_LEN bytes at @buf (reserved bytes zero). */

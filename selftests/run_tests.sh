@@ -92,7 +92,7 @@ vm() {
 }
 
 # Suites that boot guests; the rest run on the build host.
-guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn failinject fuzz dkms "
+guest_suites=" vm_run api preload devices negotiation apps rdma stress faults churn attack failinject fuzz dkms "
 
 suite_build() { run_suite build 0 "$repo/selftests/build_test.sh"; }
 suite_wire() { run_suite wire 0 "$repo/selftests/wire/run.sh"; }
@@ -114,13 +114,14 @@ suite_rdma() { run_suite "rdma$at" 0 "$repo/selftests/rdma_test.sh"; }
 suite_stress() { run_suite "stress$at" 0 "$repo/selftests/stress_test.sh"; }
 suite_faults() { run_suite "faults$at" 0 "$repo/selftests/faults_test.sh"; }
 suite_churn() { run_suite "churn$at" 0 "$repo/selftests/churn_test.sh"; }
+suite_attack() { run_suite "attack$at" 0 "$repo/selftests/attack_test.sh"; }
 suite_failinject() {
 	run_suite "failinject$at" 1 "$repo/selftests/failinject_test.sh"
 }
 suite_fuzz() { run_suite "fuzz$at" 1 "$repo/selftests/fuzz_test.sh"; }
 suite_dkms() { run_suite "dkms$at" 1 "$repo/selftests/dkms_test.sh"; }
 
-all_suites=(build wire vm_run api preload devices negotiation apps rdma stress faults churn)
+all_suites=(build wire vm_run api preload devices negotiation apps rdma stress faults churn attack)
 if [ -n "${SMR_TEST_LIST:-}" ]; then
 	printf '%s\n' "${all_suites[@]}"
 	exit 0

@@ -70,6 +70,9 @@ HS_PROPOSAL=68
 HS_ACCEPT=80
 HS_CONFIRM=44
 HS_CLIENT_SENT=$((HS_PROPOSAL + HS_CONFIRM))
+# LINK_REQUEST and LINK_GRANT: before the PROPOSAL of a connection whose
+# RDMA link is new (protocol.rst, "The RDMA link")
+HS_LINK_MSG=36
 
 # negot_kv ARRAY LINE: ARRAY[key]=value for each key=value word of LINE
 # (the "conn ..." and "summary ..." lines of negot_probe, the lines of
@@ -306,10 +309,19 @@ rmb_ok() {
 # is in), so the exact check is on the receiving side: all of what each end
 # received came by RDMA (and ck_data says it was all of what the other end
 # sent).
+# hs_link_grant: 1 if the pair's client had its new link granted first
+# (LINK_REQUEST, LINK_GRANT: one message and HS_LINK_MSG bytes more each
+# way), else 0.
+hs_link_grant() {
+	if [ "${C[hs_sent]}" = 3 ]; then echo 1; else echo 0; fi
+}
+
 ck_negotiated() {
-	local z=0000000000000000
+	local z=0000000000000000 g
+	g=$(hs_link_grant)
+	local cs=$((HS_CLIENT_SENT + g * HS_LINK_MSG)) sa=$((HS_ACCEPT + g * HS_LINK_MSG))
 	local got="${C[mode]}/${C[reason]} ${S[mode]}/${S[reason]} ${C[mode_ready]} ${S[mode_ready]} ${C[peer_reason]}/${S[peer_reason]} ${C[hs_sent]}/${C[hs_recv]} ${S[hs_sent]}/${S[hs_recv]} ${C[hs_bsent]}/${C[hs_brecv]} ${S[hs_bsent]}/${S[hs_brecv]} ${C[ptok]} ${S[ptok]} ${C[prmb]} ${S[prmb]} ${C[info_sent]} ${C[info_recv]} ${S[info_sent]} ${S[info_recv]} ${C[rdma_recv]} ${S[rdma_recv]}"
-	local want="1/0 1/0 1 1 0/0 2/1 1/2 $HS_CLIENT_SENT/$HS_ACCEPT $HS_ACCEPT/$HS_CLIENT_SENT ${S[ltok]} ${C[ltok]} ${S[lrmb]} ${C[lrmb]} ${C[tx]} ${C[rx]} ${S[tx]} ${S[rx]} ${C[rx]} ${S[rx]}"
+	local want="1/0 1/0 1 1 0/0 $((2 + g))/$((1 + g)) $((1 + g))/$((2 + g)) $cs/$sa $sa/$cs ${S[ltok]} ${C[ltok]} ${S[lrmb]} ${C[lrmb]} ${C[tx]} ${C[rx]} ${S[tx]} ${S[rx]} ${C[rx]} ${S[rx]}"
 	if [ "$got" = "$want" ] && [ "${C[ltok]}" != "$z" ] && [ "${S[ltok]}" != "$z" ] &&
 		[ "${C[ltok]}" != "${S[ltok]}" ] && rmb_ok "${C[lrmb]}" && rmb_ok "${S[lrmb]}" &&
 		[[ ${C[rdma_sent]} =~ ^[0-9]+$ ]] && [ "${C[rdma_sent]}" -le "${C[tx]}" ] &&
@@ -320,18 +332,20 @@ ck_negotiated() {
 }
 
 ck_negotiated_each() {
-	local p=$pair_ctx z=0000000000000000
+	local p=$pair_ctx z=0000000000000000 g
+	g=$(hs_link_grant)
+	local cs=$((HS_CLIENT_SENT + g * HS_LINK_MSG)) sa=$((HS_ACCEPT + g * HS_LINK_MSG))
 	ck "$p client mode/reason" "${C[mode]}/${C[reason]}" eq 1/0
 	ck "$p server mode/reason" "${S[mode]}/${S[reason]}" eq 1/0
 	ck "$p client mode when EPOLLOUT/connect() said usable" "${C[mode_ready]}" eq 1
 	ck "$p server mode right after accept()" "${S[mode_ready]}" eq 1
 	ck "$p peer_reason client/server" "${C[peer_reason]}/${S[peer_reason]}" eq 0/0
-	ck "$p client handshake messages sent/received" "${C[hs_sent]}/${C[hs_recv]}" eq 2/1
-	ck "$p server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq 1/2
-	ck "$p client handshake bytes sent/received (PROPOSAL+CONFIRM $HS_PROPOSAL+$HS_CONFIRM, ACCEPT $HS_ACCEPT)" \
-		"${C[hs_bsent]}/${C[hs_brecv]}" eq "$HS_CLIENT_SENT/$HS_ACCEPT"
+	ck "$p client handshake messages sent/received (link granted first: $g)" "${C[hs_sent]}/${C[hs_recv]}" eq $((2 + g))/$((1 + g))
+	ck "$p server handshake messages sent/received" "${S[hs_sent]}/${S[hs_recv]}" eq $((1 + g))/$((2 + g))
+	ck "$p client handshake bytes sent/received (PROPOSAL+CONFIRM $HS_PROPOSAL+$HS_CONFIRM, ACCEPT $HS_ACCEPT, LINK_REQUEST/GRANT $HS_LINK_MSG x $g)" \
+		"${C[hs_bsent]}/${C[hs_brecv]}" eq "$cs/$sa"
 	ck "$p server handshake bytes sent/received" \
-		"${S[hs_bsent]}/${S[hs_brecv]}" eq "$HS_ACCEPT/$HS_CLIENT_SENT"
+		"${S[hs_bsent]}/${S[hs_brecv]}" eq "$sa/$cs"
 	ck "$p client token" "${C[ltok]}" ne "$z"
 	ck "$p server token" "${S[ltok]}" ne "$z"
 	ck "$p client and server tokens differ" "${C[ltok]}" ne "${S[ltok]}"

@@ -25,7 +25,8 @@
  *    agrees with the parsers: a CDC or link message parses only as its
  *    kind, and only a SEND of another kind is -SMR_WIRE_EMAGIC to it;
  *  - smr_cm_priv_parse() returns the error of the first check that fails
- *    (length, magic, version, fields: link id, credits bounds, reserved),
+ *    (length, magic, version, fields: link id, credits bounds, reserved,
+ *    a secret that is all zero),
  *    leaves @out untouched on failure, ignores bytes past 16, and what it
  *    accepts smr_cm_priv_build() reproduces byte for byte; private data
  *    built from any struct parses back exactly when its fields are valid;
@@ -53,7 +54,8 @@ static void expect(int cond)
 static int known_len(int len)
 {
 	return len == SMR_HS_PROPOSAL_LEN || len == SMR_HS_ACCEPT_LEN ||
-	       len == SMR_HS_CONFIRM_LEN || len == SMR_HS_DECLINE_LEN;
+	       len == SMR_HS_CONFIRM_LEN || len == SMR_HS_DECLINE_LEN ||
+	       len == SMR_HS_LINK_MSG_LEN;
 }
 
 static uint64_t get_be64(const uint8_t *p)
@@ -97,16 +99,19 @@ static void fuzz_check(const struct smr_hs_msg *m, const uint8_t *data,
 
 	if (size >= 8)
 		tokens[3] = get_be64(data + size - 8);
-	for (int expected = 0; expected <= 5; expected++) {
+	for (int expected = 0; expected <= 7; expected++) {
 		for (int t = 0; t < 4; t++) {
 			uint64_t tok = tokens[t];
 			uint64_t echo = echo_of(m);
 			int err = smr_hs_check(m, expected, tok);
 			int type_ok = expected >= SMR_HS_PROPOSAL &&
-				      expected <= SMR_HS_DECLINE &&
+				      expected <= SMR_HS_LINK_GRANT &&
 				      (m->type == expected ||
 				       m->type == SMR_HS_DECLINE);
+			/* PROPOSAL and the link messages carry no echo */
 			int echo_ok = m->type == SMR_HS_PROPOSAL ||
+				      m->type == SMR_HS_LINK_REQUEST ||
+				      m->type == SMR_HS_LINK_GRANT ||
 				      echo == tok ||
 				      (m->type == SMR_HS_DECLINE && echo == 0);
 
@@ -349,9 +354,19 @@ static void fuzz_kind(const uint8_t *data, size_t size)
 		expect((lmsg_err == -SMR_WIRE_EMAGIC) == (kind != SMR_MSG_LINK));
 }
 
-static int cm_priv_valid(uint32_t link_id, uint16_t credits)
+static int zero_bytes(const uint8_t *p, size_t n)
 {
-	return link_id && credits && credits <= SMR_CM_CREDITS_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static int cm_priv_valid(uint32_t link_id, uint16_t credits,
+			 const uint8_t *secret)
+{
+	return link_id && credits && credits <= SMR_CM_CREDITS_MAX &&
+	       !zero_bytes(secret, SMR_LINK_SECRET_LEN);
 }
 
 static void fuzz_cm_priv(const uint8_t *data, size_t size)
@@ -369,7 +384,8 @@ static void fuzz_cm_priv(const uint8_t *data, size_t size)
 		expect(err == -SMR_WIRE_EMAGIC);
 	else if (data[4] != SMR_CM_VERSION)
 		expect(err == -SMR_WIRE_EVERSION);
-	else if (!cm_priv_valid(get_be32(data + 8), get_be16(data + 6)) ||
+	else if (!cm_priv_valid(get_be32(data + 8), get_be16(data + 6),
+				data + 16) ||
 		 get_be32(data + 12))
 		expect(err == -SMR_WIRE_EFIELD);
 	else
@@ -381,13 +397,15 @@ static void fuzz_cm_priv(const uint8_t *data, size_t size)
 	expect(p.flags == data[5]);
 	expect(p.credits == get_be16(data + 6));
 	expect(p.link_id == get_be32(data + 8));
+	expect(memcmp(p.secret, data + 16, SMR_LINK_SECRET_LEN) == 0);
 	memset(buf, 0xa5, sizeof(buf));
 	smr_cm_priv_build(&p, buf);
 	expect(memcmp(buf, data, SMR_CM_PRIV_LEN) == 0);
 	expect(buf[SMR_CM_PRIV_LEN] == 0xa5);	/* nothing past the data */
 	expect(smr_cm_priv_parse(buf, SMR_CM_PRIV_LEN, &again) == 0);
 	expect(again.link_id == p.link_id && again.credits == p.credits &&
-	       again.flags == p.flags);
+	       again.flags == p.flags &&
+	       !memcmp(again.secret, p.secret, SMR_LINK_SECRET_LEN));
 }
 
 /* the input's bytes as host-order private data: build, then parse */
@@ -404,13 +422,14 @@ static void fuzz_cm_priv_build(const uint8_t *data, size_t size)
 	smr_cm_priv_build(&p, buf);
 	expect(get_be32(buf + 12) == 0);	/* reserved, whatever was there */
 	err = smr_cm_priv_parse(buf, sizeof(buf), &out);
-	if (!cm_priv_valid(p.link_id, p.credits)) {
+	if (!cm_priv_valid(p.link_id, p.credits, p.secret)) {
 		expect(err == -SMR_WIRE_EFIELD);
 		return;
 	}
 	expect(err == 0);
 	expect(out.link_id == p.link_id && out.credits == p.credits &&
-	       out.flags == p.flags);
+	       out.flags == p.flags &&
+	       !memcmp(out.secret, p.secret, SMR_LINK_SECRET_LEN));
 }
 
 /* from_count() of any count from @prev to 2^32 rings on comes back */

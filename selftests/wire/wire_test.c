@@ -72,6 +72,47 @@ static const uint8_t golden_decline[SMR_HS_DECLINE_LEN] = {
 	0x53, 0x4d, 0x52, 0x54,
 };
 
+/* LINK_REQUEST: the client's link id and the secret it asks to be granted */
+static const uint8_t golden_link_request[SMR_HS_LINK_MSG_LEN] = {
+	0x53, 0x4d, 0x52, 0x48, 0x01, 0x05, 0x00, 0x24,	/* SMRH v1 LINK_REQUEST 36 */
+	0x00, 0x00, 0x00, 0x07,				/* link_id */
+	0x00, 0x00, 0x00, 0x00,				/* reserved */
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,	/* secret */
+	0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+	0x53, 0x4d, 0x52, 0x54,
+};
+
+/* LINK_GRANT: the same fields, echoed */
+static const uint8_t golden_link_grant[SMR_HS_LINK_MSG_LEN] = {
+	0x53, 0x4d, 0x52, 0x48, 0x01, 0x06, 0x00, 0x24,	/* SMRH v1 LINK_GRANT 36 */
+	0x00, 0x00, 0x00, 0x07,
+	0x00, 0x00, 0x00, 0x00,
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
+	0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+	0x53, 0x4d, 0x52, 0x54,
+};
+
+#define LINK_MSG_ID	7
+
+static void make_link_msg(struct smr_hs_msg *m, uint8_t type)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->link.link_id = LINK_MSG_ID;
+	for (int i = 0; i < SMR_LINK_SECRET_LEN; i++)
+		m->link.secret[i] = 0xa0 + i;
+}
+
+static void make_link_request(struct smr_hs_msg *m)
+{
+	make_link_msg(m, SMR_HS_LINK_REQUEST);
+}
+
+static void make_link_grant(struct smr_hs_msg *m)
+{
+	make_link_msg(m, SMR_HS_LINK_GRANT);
+}
+
 static void make_proposal(struct smr_hs_msg *m)
 {
 	static const uint8_t gid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
@@ -143,6 +184,10 @@ static const struct ref_msg refs[] = {
 	{ "ACCEPT", make_accept, golden_accept, sizeof(golden_accept) },
 	{ "CONFIRM", make_confirm, golden_confirm, sizeof(golden_confirm) },
 	{ "DECLINE", make_decline, golden_decline, sizeof(golden_decline) },
+	{ "LINK_REQUEST", make_link_request, golden_link_request,
+	  sizeof(golden_link_request) },
+	{ "LINK_GRANT", make_link_grant, golden_link_grant,
+	  sizeof(golden_link_grant) },
 };
 
 #define NREFS	(sizeof(refs) / sizeof(refs[0]))
@@ -185,6 +230,11 @@ static int msg_eq(const struct smr_hs_msg *a, const struct smr_hs_msg *b)
 	case SMR_HS_DECLINE:
 		return a->decline.reason == b->decline.reason &&
 		       a->decline.token_echo == b->decline.token_echo;
+	case SMR_HS_LINK_REQUEST:
+	case SMR_HS_LINK_GRANT:
+		return a->link.link_id == b->link.link_id &&
+		       !memcmp(a->link.secret, b->link.secret,
+			       SMR_LINK_SECRET_LEN);
 	}
 	return 0;
 }
@@ -402,7 +452,7 @@ TEST(hs_build_rejects_invalid)
 	} while (0)
 
 	EXPECT_BUILD_FAILS(make_proposal, m.type = 0);
-	EXPECT_BUILD_FAILS(make_proposal, m.type = 5);
+	EXPECT_BUILD_FAILS(make_proposal, m.type = 7);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.token = 0);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.max_version = 0);
 	EXPECT_BUILD_FAILS(make_proposal, m.proposal.rmb_size = 48 * 1024);
@@ -420,6 +470,10 @@ TEST(hs_build_rejects_invalid)
 	EXPECT_BUILD_FAILS(make_confirm, m.confirm.rmb.size = SMR_HS_RMB_MAX * 2);
 	EXPECT_BUILD_FAILS(make_decline, m.decline.reason = SMR_HS_REASON_LIMIT);
 	EXPECT_BUILD_FAILS(make_decline, m.decline.reason = 255);
+	EXPECT_BUILD_FAILS(make_link_request, m.link.link_id = 0);
+	EXPECT_BUILD_FAILS(make_link_request, memset(m.link.secret, 0, 16));
+	EXPECT_BUILD_FAILS(make_link_grant, m.link.link_id = 0);
+	EXPECT_BUILD_FAILS(make_link_grant, memset(m.link.secret, 0, 16));
 #undef EXPECT_BUILD_FAILS
 }
 
@@ -471,9 +525,9 @@ TEST(hs_version_0_and_2)
 	}
 }
 
-TEST(hs_type_0_5_255)
+TEST(hs_type_0_7_255)
 {
-	static const uint8_t bad[] = { 0, 5, 6, 0x81, 255 };
+	static const uint8_t bad[] = { 0, 7, 8, 0x81, 255 };
 
 	for (size_t i = 0; i < NREFS; i++) {
 		for (size_t t = 0; t < sizeof(bad); t++) {
@@ -515,7 +569,8 @@ TEST(hs_length_of_another_type)
 			uint8_t buf[SMR_HS_MAX_LEN];
 			size_t len = ref_copy(&refs[i], buf);
 
-			if (i == j)
+			/* LINK_REQUEST and LINK_GRANT share their length */
+			if (refs[i].len == refs[j].len)
 				continue;
 			buf[7] = refs[j].len;
 			ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_hs_peek(buf, len));
@@ -890,14 +945,81 @@ TEST(hs_check_expected_type)
 	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, SMR_HS_ACCEPT, ACCEPT_TOKEN));
 	/* an expected type that does not exist */
 	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 0, ACCEPT_TOKEN));
-	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 5, ACCEPT_TOKEN));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 7, ACCEPT_TOKEN));
 	m.type = 9;
 	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 9, ACCEPT_TOKEN));
 	/* a DECLINE answers any real expected type, but not a bogus one */
 	make_decline(&m);
 	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 0, ACCEPT_TOKEN));
-	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 5, ACCEPT_TOKEN));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, 7, ACCEPT_TOKEN));
 	EXPECT_EQ(0, smr_hs_check(&m, SMR_HS_DECLINE, ACCEPT_TOKEN));
+}
+
+/* ---- handshake: LINK_REQUEST and LINK_GRANT ---- */
+
+TEST(hs_link_msgs_reserved)
+{
+	EXPECT_TRUE(reserved_rejected(&refs[4], 12, 4));
+	EXPECT_TRUE(reserved_rejected(&refs[5], 12, 4));
+}
+
+TEST(hs_link_msgs_fields)
+{
+	for (size_t r = 4; r <= 5; r++) {
+		uint8_t buf[SMR_HS_MAX_LEN];
+		struct smr_hs_msg m, out;
+		size_t len;
+
+		/* the link id at 8 and the secret at 16, carried through */
+		ASSERT_EQ(0, smr_hs_parse(refs[r].bytes, refs[r].len, &out));
+		ASSERT_EQ(LINK_MSG_ID, out.link.link_id);
+		for (int i = 0; i < SMR_LINK_SECRET_LEN; i++)
+			ASSERT_EQ(0xa0 + i, out.link.secret[i]);
+		/* a zero link id is none: refused on parse and on build */
+		len = ref_copy(&refs[r], buf);
+		memset(buf + 8, 0, 4);
+		memset(&out, 0x5a, sizeof(out));
+		ASSERT_EQ(-SMR_WIRE_EFIELD, smr_hs_parse(buf, len, &out));
+		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);
+		refs[r].make(&m);
+		m.link.link_id = 0;
+		ASSERT_EQ(0, smr_hs_build(&m, buf, sizeof(buf)));
+		/* a zero secret proves nothing: refused both ways */
+		len = ref_copy(&refs[r], buf);
+		memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
+		ASSERT_EQ(-SMR_WIRE_EFIELD, parse_bytes(buf, len));
+		refs[r].make(&m);
+		memset(m.link.secret, 0, sizeof(m.link.secret));
+		ASSERT_EQ(0, smr_hs_build(&m, buf, sizeof(buf)));
+		/* any one bit anywhere in the secret makes it one again */
+		for (int bit = 0; bit < 8 * SMR_LINK_SECRET_LEN; bit++) {
+			len = ref_copy(&refs[r], buf);
+			memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
+			buf[16 + bit / 8] = 1u << bit % 8;
+			ASSERT_EQ(0, smr_hs_parse(buf, len, &out)) TH_LOG("bit %d", bit);
+			ASSERT_EQ(1u << bit % 8, out.link.secret[bit / 8]);
+		}
+	}
+}
+
+TEST(hs_link_msgs_check)
+{
+	struct smr_hs_msg m;
+
+	/* no token to echo: only the type is checked (the secret is the link's) */
+	make_link_request(&m);
+	EXPECT_EQ(0, smr_hs_check(&m, SMR_HS_LINK_REQUEST, 0));
+	EXPECT_EQ(0, smr_hs_check(&m, SMR_HS_LINK_REQUEST, ACCEPT_TOKEN));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, SMR_HS_PROPOSAL, 0));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, SMR_HS_LINK_GRANT, 0));
+	make_link_grant(&m);
+	EXPECT_EQ(0, smr_hs_check(&m, SMR_HS_LINK_GRANT, 0));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, SMR_HS_LINK_REQUEST, 0));
+	EXPECT_EQ(-SMR_WIRE_ETYPE, smr_hs_check(&m, SMR_HS_ACCEPT, 0));
+	/* a DECLINE (echo 0: no token known yet) answers a LINK_REQUEST */
+	make_decline(&m);
+	m.decline.token_echo = 0;
+	EXPECT_EQ(0, smr_hs_check(&m, SMR_HS_LINK_GRANT, 0));
 }
 
 TEST(hs_check_token_echo)
@@ -1899,9 +2021,18 @@ TEST(cursor_roundtrip_random)
 #define CM_CREDITS	0x0102
 
 static const uint8_t golden_cm_priv[SMR_CM_PRIV_LEN] = {
-	0x53, 0x4d, 0x52, 0x4c, 0x02, 0x00, 0x01, 0x02,	/* SMRL v2 flags credits */
+	0x53, 0x4d, 0x52, 0x4c, 0x03, 0x00, 0x01, 0x02,	/* SMRL v3 flags credits */
 	0x0a, 0x0b, 0x0c, 0x0d,				/* link_id */
 	0x00, 0x00, 0x00, 0x00,				/* reserved */
+	0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,	/* secret */
+	0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+};
+
+/* version 2, as kernel/link_cm.c sent it before: 16 bytes, no secret */
+static const uint8_t cm_priv_v2[16] = {
+	0x53, 0x4d, 0x52, 0x4c, 0x02, 0x00, 0x01, 0x02,
+	0x0a, 0x0b, 0x0c, 0x0d,
+	0x00, 0x00, 0x00, 0x00,
 };
 
 /* version 1, as kernel/link.c sent it before: 12 bytes, no credits */
@@ -1916,12 +2047,15 @@ static void make_cm_priv(struct smr_cm_priv *p)
 	p->link_id = PROPOSAL_LINK;	/* the id a PROPOSAL names */
 	p->credits = CM_CREDITS;
 	p->flags = 0;
+	for (int i = 0; i < SMR_LINK_SECRET_LEN; i++)
+		p->secret[i] = 0xa0 + i;
 }
 
 static int cm_priv_eq(const struct smr_cm_priv *a, const struct smr_cm_priv *b)
 {
 	return a->link_id == b->link_id && a->credits == b->credits &&
-	       a->flags == b->flags;
+	       a->flags == b->flags &&
+	       !memcmp(a->secret, b->secret, SMR_LINK_SECRET_LEN);
 }
 
 /*
@@ -2050,7 +2184,7 @@ TEST(cm_priv_other_magics)
 	}
 }
 
-TEST(cm_priv_version_not_2)
+TEST(cm_priv_version_not_3)
 {
 	for (unsigned int v = 0; v < 256; v++) {
 		uint8_t buf[SMR_CM_PRIV_LEN];
@@ -2076,6 +2210,46 @@ TEST(cm_priv_version_1_peer)
 	memcpy(padded, cm_priv_v1, sizeof(cm_priv_v1));
 	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
 	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, sizeof(padded), NULL));
+}
+
+TEST(cm_priv_version_2_peer)
+{
+	/*
+	 * The 16 bytes of version 2 (no secret): too short; padded by rdma_cm
+	 * (zeros, or a forger's secret behind them): the wrong version.
+	 */
+	uint8_t padded[56] = { 0 };
+
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(cm_priv_v2, sizeof(cm_priv_v2), NULL));
+	memcpy(padded, cm_priv_v2, sizeof(cm_priv_v2));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
+	memset(padded + 16, 0x5a, 16);
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, sizeof(padded), NULL));
+}
+
+TEST(cm_priv_secret)
+{
+	uint8_t buf[SMR_CM_PRIV_LEN];
+	struct smr_cm_priv p, out;
+
+	/* at offset 16, 16 bytes, carried through build and parse */
+	make_cm_priv(&p);
+	memset(buf, 0xff, sizeof(buf));
+	smr_cm_priv_build(&p, buf);
+	ASSERT_EQ(0, memcmp(buf + 16, p.secret, SMR_LINK_SECRET_LEN));
+	ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+	ASSERT_EQ(0, memcmp(out.secret, p.secret, SMR_LINK_SECRET_LEN));
+	/* all zero is no secret: refused (a request would prove nothing) */
+	memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
+	memset(&out, 0x5a, sizeof(out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+	/* any one bit anywhere in it makes it a secret again */
+	for (int bit = 0; bit < 8 * SMR_LINK_SECRET_LEN; bit++) {
+		memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
+		buf[16 + bit / 8] = 1u << bit % 8;
+		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out)) TH_LOG("bit %d", bit);
+		ASSERT_EQ(1u << bit % 8, out.secret[bit / 8]);
+	}
 }
 
 TEST(cm_priv_flags_unknown_bits_kept)
@@ -2154,7 +2328,7 @@ TEST(cm_priv_link_id)
 
 TEST(cm_priv_reserved_every_bit)
 {
-	for (size_t off = 12; off < SMR_CM_PRIV_LEN; off++) {
+	for (size_t off = 12; off < 16; off++) {
 		for (int bit = 0; bit < 8; bit++) {
 			uint8_t buf[SMR_CM_PRIV_LEN];
 
@@ -2197,7 +2371,7 @@ TEST(cm_priv_every_single_bit_flip_classified)
 				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
 				continue;
 			}
-			if (off >= 12) {
+			if (off >= 12 && off < 16) {
 				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
 				continue;
 			}
@@ -2227,6 +2401,9 @@ TEST(cm_priv_roundtrip_random)
 		p.link_id = rng32() | 1u << rng32() % 32;
 		p.credits = 1 + rng32() % SMR_CM_CREDITS_MAX;
 		p.flags = rng32();
+		for (int i = 0; i < SMR_LINK_SECRET_LEN; i++)
+			p.secret[i] = rng32();
+		p.secret[rng32() % SMR_LINK_SECRET_LEN] |= 1u << rng32() % 8;
 		smr_cm_priv_build(&p, buf);
 		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_TRUE(cm_priv_eq(&p, &out)) TH_LOG("iteration %d", n);
@@ -2909,6 +3086,11 @@ static int write_seeds(const char *dir)
 	err |= write_seed(dir, "cm-priv-short", golden_cm_priv, SMR_CM_PRIV_LEN - 1);
 	err |= write_seed(dir, "cm-priv-v1", cm_priv_v1, sizeof(cm_priv_v1));
 	err |= write_seed(dir, "cm-priv-v1-padded", cm_v1_padded, sizeof(cm_v1_padded));
+	err |= write_seed(dir, "cm-priv-v2", cm_priv_v2, sizeof(cm_priv_v2));
+	err |= write_seed(dir, "hs-link-request", golden_link_request,
+			  sizeof(golden_link_request));
+	err |= write_seed(dir, "hs-link-grant", golden_link_grant,
+			  sizeof(golden_link_grant));
 	err |= write_seed(dir, "cursor-wrap", cursor_wrap, sizeof(cursor_wrap));
 	err |= write_seed(dir, "cursor-top", cursor_top, sizeof(cursor_top));
 	err |= write_seed(dir, "cdc-rx-urgent", cdc_rx_urgent, sizeof(cdc_rx_urgent));

@@ -1,0 +1,16 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The attack suite: hostile parties against SMR's RDMA links (issue 10):
+# an unprivileged rdma_cm client flooding the link listener with no, old
+# (version 2) or forged (version 3, random secret) private data while
+# legitimate connections run; the grant round trip of a new link; a link
+# that never carries a connection idling out. Two guests on the rdma bed
+# (selftests/rdma/bed.sh; selftests/rdma_test.sh documents the
+# environment, SMR_RDMA_VM_RUN included: another checkout's module), its
+# cases in selftests/rdma/suite_attack.sh.
+#
+#   selftests/attack_test.sh           TAP 13 on stdout; exit 0 iff all pass
+#   selftests/attack_test.sh --list    the cases, without booting
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
+exec "$here/lib/two_guest_test.sh" "$here/rdma/suite_attack.sh" "$@"

@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2154 # guests.sh and bed.sh set peer, work, out, bg_pid
+#
+# The attack suite's cases (selftests/attack_test.sh; sourced by the build
+# host for the list, on host A for the case_ID functions and on host B for
+# its b_VERB requests: selftests/lib/guests.sh): hostile parties against
+# SMR's RDMA links (issue 10). B is the victim; the attacker is an
+# unprivileged process on A (uid 65534) with librdmacm, which anyone may
+# use: the rdma_cm device node is world-writable. Documentation/
+# protocol.rst, "The RDMA link", says what a link needs: a grant over an SMR
+# handshake, proven in the rdma_cm private data.
+
+# shellcheck disable=SC2034 # read by selftests/lib/guests.sh
+suite_tests=(
+	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
+	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
+	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
+)
+
+# the flood: requests per mode, seconds per mode, modes
+attack_count=2000
+attack_seconds=15
+attack_modes="none v2 v3"
+# legitimate rounds during the flood: connections, bytes each way
+attack_conns=4
+attack_bytes=1048576
+# what the flood may cost B while it lasts (kB): a link is ~300 kB, 2000
+# of them ~600000 kB
+attack_mem_kb=65536
+attack_slab_kb=32768
+
+# --- host B --------------------------------------------------------------------
+
+# meminfo: B's MemAvailable and Slab in kB, "avail slab".
+b_meminfo() {
+	meminfo_now
+}
+
+b_links_count() {
+	rdma_links | rdma_links_count -
+}
+
+# roce_drop on|off: drop every RoCE v2 packet B receives (UDP 4791: the
+# link's connect request and everything on its QP), as faults' partition.
+b_roce_drop() {
+	nft delete table inet smr_attack 2>/dev/null
+	if [ "$1" = on ]; then
+		nft -f - <<'NFT'
+table inet smr_attack {
+	chain in { type filter hook input priority 0; udp dport 4791 drop; }
+}
+NFT
+	fi
+	echo ok
+}
+
+# --- both hosts ----------------------------------------------------------------
+
+# meminfo_now: "MemAvailable Slab" in kB.
+meminfo_now() {
+	awk '$1 == "MemAvailable:" { a = $2 } $1 == "Slab:" { s = $2 }
+		END { print a + 0, s + 0 }' /proc/meminfo
+}
+
+# --- host A --------------------------------------------------------------------
+
+wait_until() {
+	local until=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ "$SECONDS" -lt "$until" ] || return 1
+		sleep 0.2
+	done
+}
+
+no_links_a() {
+	[ "$(rdma_links | rdma_links_count -)" = 0 ]
+}
+
+no_links_b() {
+	[ "$(b_call links_count)" = 0 ]
+}
+
+active_link_a() {
+	[ "$(rdma_links | rdma_links_count - active)" -ge 1 ]
+}
+
+# links_gone: no link left on either host (the idle timeout ran).
+links_gone() {
+	no_links_a && no_links_b
+}
+
+# legit_round NAME: one round of legitimate connections A -> B, checked.
+legit_round() {
+	serve "$1" -p "$2" -n "$attack_conns" -s "$attack_bytes" -T 300 || return 1
+	client "$1" -a "$peer" -p "$2" -n "$attack_conns" -s "$attack_bytes" -T 300
+	server_result "$1" 120
+	pair_check "$1" "$attack_conns" "$attack_bytes"
+}
+
+# flood_dir: where the unprivileged attacker may write.
+flood_dir() {
+	mkdir -p "$work/nobody"
+	chmod 777 "$work/nobody"
+	echo "$work/nobody"
+}
+
+case_flood() {
+	local mode dir pid round n sum att acc rej pre_l pre_q mid_l mid_q
+	local m0 s0 m1 s1 m2 s2 refused port=6200 figures=()
+	t_begin flood
+	dir=$(flood_dir)
+	t_diag "the device node anyone may open: $(ls -l /dev/infiniband/rdma_cm 2>&1)"
+	# the legitimate link first: the flood must not stall it either
+	legit_round attack0 6150
+	for mode in $attack_modes; do
+		snap "flood.$mode.pre"
+		read -r m0 s0 <<<"$(b_call meminfo)"
+		rm -f "$dir/$mode.ready" "$dir/$mode.go"
+		(
+			setpriv --reuid=65534 --regid=65534 --clear-groups \
+				"${RDMA_STREAM%/*}/smr_cm_flood" -a "$peer" -m "$mode" \
+				-n "$attack_count" -T "$attack_seconds" \
+				-R "$dir/$mode.ready" -H 120 -X "$dir/$mode.go" \
+				>"$work/flood.$mode.out" 2>&1
+			echo "rc=$?" >>"$work/flood.$mode.out"
+		) &
+		pid=$!
+		# legitimate rounds for as long as the flood lasts (one at least)
+		round=0
+		while :; do
+			round=$((round + 1))
+			port=$((port + 1))
+			legit_round "legit.$mode.$round" "$port"
+			[ -e "$dir/$mode.ready" ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			[ "$round" -lt 20 ] || break
+		done
+		rdma_wait_file "$dir/$mode.ready" 120 "$pid" ||
+			t_fail "$mode: the flood did not end within 120 s"
+		# what the flood left while its accepted connections are held
+		snap "flood.$mode.mid"
+		read -r m1 s1 <<<"$(b_call meminfo)"
+		: >"$dir/$mode.go"
+		wait "$pid"
+		cp "$work/flood.$mode.out" "$out/conns/"
+		sleep 2
+		snap "flood.$mode.post"
+		read -r m2 s2 <<<"$(b_call meminfo)"
+		sum=$(grep '^summary' "$work/flood.$mode.out")
+		t_diag "$mode: $sum"
+		t_diag "$mode: $(grep -v '^summary' "$work/flood.$mode.out" | tr '\n' ' ')"
+		att=$(sed -n 's/.* attempts=\([0-9]*\).*/\1/p' <<<"$sum")
+		acc=$(sed -n 's/.* accepted=\([0-9]*\).*/\1/p' <<<"$sum")
+		rej=$(sed -n 's/.* rejected=\([0-9]*\).*/\1/p' <<<"$sum")
+		ck "$mode: requests the attacker made" "${att:-0}" ge 100
+		ck "$mode: requests B accepted" "$acc" eq 0
+		ck "$mode: requests B rejected" "$rej" eq "$att"
+		refused=$(delta "flood.$mode.pre" "flood.$mode.mid" b links_refused)
+		ck "$mode: B's links_refused over the flood" "$refused" eq "$att"
+		pre_l=$(rdma_links_count "$work/flood.$mode.pre.b.links")
+		mid_l=$(rdma_links_count "$work/flood.$mode.mid.b.links")
+		pre_q=$(rdma_res_count "$work/flood.$mode.pre.b.qp" smr)
+		mid_q=$(rdma_res_count "$work/flood.$mode.mid.b.qp" smr)
+		ck "$mode: B's links during the flood (before: $pre_l)" "$mid_l" le "$pre_l"
+		ck "$mode: B's smr QPs during the flood (before: $pre_q)" "$mid_q" le "$pre_q"
+		ck "$mode: B's MemAvailable drop (kB) while the flood held what it got" \
+			"$((m0 - m1))" lt "$attack_mem_kb"
+		ck "$mode: B's Slab growth (kB) while the flood held what it got" \
+			"$((s1 - s0))" lt "$attack_slab_kb"
+		t_file "$mode: B's links while the flood held what it got" "$work/flood.$mode.mid.b.links"
+		figures+=("$mode: ${att:-?} requests ${acc:-?} accepted ${rej:-?} rejected, B refused +$refused, links $pre_l->$mid_l, smr QPs $pre_q->$mid_q, MemAvailable kB $m0/$m1/$m2 Slab kB $s0/$s1/$s2 (before/during/after), $round legit rounds")
+	done
+	for n in "${figures[@]}"; do
+		t_note "$n"
+	done
+	t_end
+}
+
+case_grant() {
+	local saved
+	t_begin grant
+	# no link between the two hosts to begin with
+	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=1000
+	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
+	wait_until 60 links_gone || t_fail "links did not idle out: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
+	b_call sysctl net.smr.link_idle_timeout_ms="$saved" >/dev/null
+	snap grant.pre
+	serve grant1 -p 6170 -n 1 -s 1048576 -T 120 || { t_end; return; }
+	client grant1 -a "$peer" -p 6170 -n 1 -s 1048576 -T 120
+	server_result grant1 60
+	pair_check grant1 1 1048576
+	snap grant.mid
+	ck "B: links_granted over the first connection" "$(delta grant.pre grant.mid b links_granted)" eq 1
+	ck "A: links_created over the first connection" "$(delta grant.pre grant.mid a links_created)" eq 1
+	ck "B: links_created over the first connection" "$(delta grant.pre grant.mid b links_created)" eq 1
+	ck "B: links_refused over the first connection" "$(delta grant.pre grant.mid b links_refused)" eq 0
+	ck "A: handshakes_declined" "$(delta grant.pre grant.mid a handshakes_declined)" eq 0
+	serve grant2 -p 6171 -n 1 -s 1048576 -T 120 || { t_end; return; }
+	client grant2 -a "$peer" -p 6171 -n 1 -s 1048576 -T 120
+	server_result grant2 60
+	pair_check grant2 1 1048576
+	snap grant.post
+	ck "B: links_granted over the second connection" "$(delta grant.mid grant.post b links_granted)" eq 0
+	ck "A: links_created over the second connection" "$(delta grant.mid grant.post a links_created)" eq 0
+	ck "B: links_created over the second connection" "$(delta grant.mid grant.post b links_created)" eq 0
+	t_file "A's links" "$work/grant.post.a.links"
+	t_file "B's links" "$work/grant.post.b.links"
+	t_end
+}
+
+active_links_both() {
+	[ "$(rdma_links | rdma_links_count - active)" -ge 1 ] &&
+		[ "$(b_call links | rdma_links_count - active)" -ge 1 ]
+}
+
+# idle: a link comes up after the connection that asked for it gave up on
+# it (B dropped RoCE while rdma_cm connected; rdma_cm retries the request
+# once the drop ends), so neither host ever has a connection on it; both
+# must still let it go after link_idle_timeout_ms.
+case_idle() {
+	local saved_hs saved_idle pid t0 t_up t_gone created_a created_b r
+	t_begin idle
+	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
+	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=1000
+	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
+	wait_until 60 links_gone || t_fail "links did not idle out before the case: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	sysctl -qw net.smr.link_idle_timeout_ms=2000
+	b_call sysctl net.smr.link_idle_timeout_ms=2000 >/dev/null
+	snap idle.pre
+	serve idle -p 6180 -n 1 -s 65536 -M any -T 120 || { t_end; return; }
+	r=$(b_call roce_drop on)
+	ck "B drops RoCE" "$r" eq ok
+	sysctl -qw net.smr.handshake_timeout_ms=1000
+	t0=$SECONDS
+	client_bg idle -a "$peer" -p 6180 -n 1 -s 65536 -M any -T 120
+	pid=$bg_pid
+	sleep 2
+	r=$(b_call roce_drop off)
+	ck "B takes RoCE again" "$r" eq ok
+	client_bg_wait "$pid" idle
+	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
+	server_result idle 60
+	ck "the connection: mode tcp (its link was not up in time)" \
+		"$(grep -o ' mode=[^ ]*' "$work/idle.client" | head -n 1)" eq " mode=tcp"
+	t_diag "the connection: $(grep '^conn' "$work/idle.client" | grep -o 'mode=[^ ]* reason=[^ ]*')"
+	# rdma_cm retries the request after its response timeout (~4 s)
+	wait_until 30 active_links_both || t_fail "the link did not come up after the drop: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	t_up=$((SECONDS - t0))
+	snap idle.up
+	created_a=$(delta idle.pre idle.up a links_created)
+	created_b=$(delta idle.pre idle.up b links_created)
+	ck "A: links_created (the link came up after its connection left)" "$created_a" eq 1
+	ck "B: links_created" "$created_b" eq 1
+	ck "A: connections on the link" "$(rdma_links_conns "$work/idle.up.a.links")" eq 0
+	# B's may be gone already (it came up first): no connection reached it
+	ck "B: handshakes completed (none used the link)" \
+		"$(delta idle.pre idle.up b handshakes_completed)" eq 0
+	t_file "A's links once up" "$work/idle.up.a.links"
+	t_file "B's links once up" "$work/idle.up.b.links"
+	t0=$SECONDS
+	wait_until 15 links_gone
+	t_gone=$((SECONDS - t0))
+	ck "A's links 15 s after a link came up that no connection used" \
+		"$(rdma_links | rdma_links_count -)" eq 0
+	ck "B's links 15 s after a link came up that no connection used" \
+		"$(b_call links_count)" eq 0
+	t_note "the connection fell back ($(grep -o 'reason=[^ ]*' "$work/idle.client" | head -n 1)), its link came up unused on both hosts ${t_up} s after the connect and was gone ${t_gone} s later (idle timeout 2 s)"
+	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
+	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
+	b_call roce_drop off >/dev/null
+	t_end
+}
