@@ -84,7 +84,12 @@ NFT
 # --- host A --------------------------------------------------------------------
 
 no_conns_a() {
-	[ "$(awk 'NR > 1' /proc/net/smr/conns | wc -l)" = 0 ]
+	[ "$(b_conns_count)" = 0 ]	# this host's count (bed.sh)
+}
+
+# hosts_quiet: no SMR connection on either host.
+hosts_quiet() {
+	no_conns_a && [ "$(b_call conns_count)" = 0 ]
 }
 
 # reload_a: rmmod and insmod smr on A; fails the test if rmmod fails.
@@ -233,6 +238,11 @@ case_waiters() {
 	local pid r n_wait active
 	t_begin waiters
 	rm -f "$work/wait.trigger" "$work/wait.go" "$work/wait.ready"
+	# busy's 400 connections may still be closing and holding their
+	# buffers: 200 more on top would exceed mem_user_max and fall back
+	# (CI once saw 58 no_memory fallbacks on B here and no link on A)
+	wait_until 60 hosts_quiet || t_fail "connections left from the cases before: A $(b_conns_count) B $(b_call conns_count)"
+	snap wait.pre
 	# 1 GiB each: still moving when the device goes (-H needs an end)
 	serve wait -p 6135 -n 200 -s 1073741824 -m 64 -F -W 60 -T 300 || { t_end; return; }
 	client_bg wait -a "$peer" -p 6135 -n 200 -s 1073741824 -m 64 -F -X "$work/wait.trigger" \
@@ -243,7 +253,11 @@ case_waiters() {
 	r=$(b_call hog 20)
 	ck "B's CPUs held busy" "$r" eq ok
 	: >"$work/wait.go"
-	wait_until 60 waiting_on_a || t_fail "no connection waited on A's link within 60 s: $(rdma_links | tr '\n' ' ')"
+	if ! wait_until 60 waiting_on_a; then
+		t_fail "no connection waited on A's link within 60 s: $(rdma_links | tr '\n' ' ')"
+		snap wait.nowait
+		t_diag "counters that moved: $(delta_table wait.pre wait.nowait | tr -s ' \n' ' ')"
+	fi
 	n_wait=$(rdma_links | awk 'NR > 1 { n += $10 } END { print n + 0 }')
 	: >"$work/wait.trigger"
 	t_diag "rdma link delete rxe0: $(rdma link delete rxe0 2>&1)"
