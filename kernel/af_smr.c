@@ -81,6 +81,9 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	atomic64_set(&smr->rdma_bytes_received, 0);
 	smr_hs_init_sock(smr);
 	smr_conn_init(smr);
+	/* a child is owned like its listener: smr_child_new() */
+	if (sock)
+		smr_conn_owner_init(smr);
 	INIT_LIST_HEAD(&smr->accept_node);
 	INIT_LIST_HEAD(&smr->accept_pending);
 	INIT_LIST_HEAD(&smr->accept_ready);
@@ -432,6 +435,11 @@ static bool smr_listener_pull_one_locked(struct smr_sock *lsmr)
 	}
 	smr_tuple_of_sock(&t, newtcp->sk);
 	res = smr_negot_take(&t, SMR_OPT_ROLE_ANSWER);
+	/* charged to the listener's account of unaccepted children */
+	if (smr_conn_child_init(child, lsmr, &t.raddr, t.family == AF_INET6)) {
+		smr_child_free(child);
+		return true;
+	}
 
 	spin_lock_bh(&lsmr->accept_lock);
 	if (lsmr->accept_closing) {
@@ -531,6 +539,9 @@ int smr_accept(struct socket *sock, struct socket *newsock,
 
 	/* room for one more: pull the next one from the inner queue */
 	smr_sock_queue_work(lsk, &lsmr->accept_work);
+
+	/* its buffers are the application's now, no longer the listener's */
+	smr_conn_accepted(child);
 
 	smr_tcp_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR: send buffers and RMBs (remote memory buffers).
+ * SMR: send buffers and RMBs (remote memory buffers), and what their
+ * memory is charged to.
  *
- * A buffer is a virtually contiguous ring (vzalloc) whose pages are
+ * A buffer is a virtually contiguous ring (vmalloc) whose pages are
  * DMA-mapped once and registered as a fast-registration MR on its link's
  * protection domain: an RMB for remote write (the peer RDMA-WRITEs into it),
  * a send buffer for local access only (our WRITEs read from it). Buffers
@@ -14,16 +15,32 @@
  * by the next connection of the same size and kind; reuse costs one
  * invalidate + register work request pair with a new key (so a stale peer
  * can never write into its successor's ring) and no allocation, mapping or
- * MR creation. All buffers, pooled ones included, count against
- * net.smr.mem_max (bytes pinned by the module on this host); a connection
- * that would exceed it falls back to TCP (reason no_memory). Pools are
- * freed with their link.
+ * MR creation. A pool keeps at most net.smr.mem_pool_link_max bytes, all
+ * pools together net.smr.mem_pool_max; a buffer that does not fit is freed
+ * instead (buffers_pool_full), by a work item since puts come from any
+ * context. Pools are freed with their link.
  *
- * Per user: the buffers a connection holds (not the pooled ones, which
- * belong to no one) are charged to its socket's owner (sk_uid; accepted
- * sockets inherit their listener's), bounded by net.smr.mem_user_max, so
- * one user's sockets cannot take the whole of net.smr.mem_max. Over the
- * limit the connection falls back to TCP (reason no_memory).
+ * What bounds the memory (admin guide, "Memory"):
+ * - net.smr.mem_max: every buffer, pooled ones included, on this host; a
+ *   connection that would exceed it falls back to TCP (reason no_memory),
+ *   after its link's pool was emptied.
+ * - net.smr.mem_user_max: the buffers a connection holds (not the pooled
+ *   ones, which belong to no one) are charged to the uid that owned its
+ *   socket when they were taken (accepted sockets inherit their
+ *   listener's); the connection records it and gives the charge back to
+ *   that uid, whatever the socket's owner is by then (fchown).
+ * - a listener's account (struct smr_buf_acct): what its children hold
+ *   before accept(), at most net.smr.mem_unaccepted_max in all and
+ *   net.smr.mem_unaccepted_peer_max per peer (an IPv4 address, an IPv6
+ *   /64), so that peers who never let the application accept cannot take
+ *   the memory of other peers' connections.
+ * - the memory cgroup: the ring, its page list and scatterlist are
+ *   allocated with __GFP_ACCOUNT in the memory cgroup the connection
+ *   names (its socket's sk_memcg; a child's is its listener's), from
+ *   whatever context allocates them (the handshake work). Pages keep the
+ *   charge of the cgroup they were allocated in: a pooled buffer reused by
+ *   another connection stays charged to the first one's cgroup until it
+ *   is freed.
  *
  * Buffers are registered on their link's queue pair, which belongs to the
  * layer above: the link hands each pool its protection domain and a
@@ -31,18 +48,31 @@
  *
  * Locking and lifetimes
  * ---------------------
- * pool->lock (BH) protects the free list; @pd and @post_reg are set before
- * the pool is used and never change. A buffer belongs to exactly one
- * connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are freed in
- * process context only (smr_buf_free() sleeps in MR deregistration).
- * smr_users_lock (BH: charges are returned from any context) protects the
- * per-user table; an entry lives while its user has bytes charged.
+ * pool->lock (BH) protects the free and dying lists; @pd and @post_reg are
+ * set before the pool is used and never change. A buffer belongs to
+ * exactly one connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are
+ * freed in process context only (smr_buf_free() sleeps in MR
+ * deregistration): a pool's @free_work frees what it may not keep, and
+ * smr_buf_pool_destroy() waits for it. smr_users_lock (BH: charges are
+ * returned from any context) protects the per-user table; an entry lives
+ * while its user has bytes charged. An account's lock (BH) protects its
+ * peers, each of which lives while it has bytes charged; the account lives
+ * while its listener or a child charged to it holds a reference.
  */
 #include <linux/hashtable.h>
+#include <linux/in6.h>
+#include <linux/jhash.h>
 #include <linux/log2.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/refcount.h>
+#include <linux/sched/mm.h>
+#include <linux/seq_file.h>
+#include <linux/seq_file_net.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
@@ -54,6 +84,10 @@
 
 /* bytes of buffers (pooled ones included) on this host: net.smr.mem_max */
 static atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
+/* of those, in pools: net.smr.mem_pool_max */
+static atomic_long_t smr_buf_pooled = ATOMIC_LONG_INIT(0);
+/* of those, held by children not accepted yet (all listeners) */
+static atomic_long_t smr_buf_unaccepted = ATOMIC_LONG_INIT(0);
 
 /* per-user charges: a table of 2^SMR_BUF_USERS_BITS buckets */
 #define SMR_BUF_USERS_BITS	6
@@ -66,6 +100,8 @@ struct smr_user_charge {
 
 static DEFINE_HASHTABLE(smr_users, SMR_BUF_USERS_BITS);
 static DEFINE_SPINLOCK(smr_users_lock);
+/* smr_users_lock: the sum of all users' charges */
+static long smr_users_charged;
 
 static struct smr_user_charge *smr_user_find(kuid_t uid)
 {
@@ -105,6 +141,7 @@ int smr_buf_charge_user(kuid_t uid, long bytes)
 		}
 	} else {
 		u->bytes += bytes;
+		WRITE_ONCE(smr_users_charged, smr_users_charged + bytes);
 	}
 	spin_unlock_bh(&smr_users_lock);
 	kfree(fresh);
@@ -122,6 +159,7 @@ void smr_buf_uncharge_user(kuid_t uid, long bytes)
 	u = smr_user_find(uid);
 	if (!WARN_ON_ONCE(!u || u->bytes < bytes)) {
 		u->bytes -= bytes;
+		WRITE_ONCE(smr_users_charged, smr_users_charged - bytes);
 		if (!u->bytes) {
 			hash_del(&u->node);
 			kfree(u);
@@ -130,11 +168,219 @@ void smr_buf_uncharge_user(kuid_t uid, long bytes)
 	spin_unlock_bh(&smr_users_lock);
 }
 
-/* Bytes the module has pinned in buffers: /proc/net/smr/stats. */
-long smr_buf_mem_pinned(void)
+/* ---- a listener's account of its children before accept() ---- */
+
+/* peers per account: a table of 2^SMR_BUF_ACCT_BITS buckets */
+#define SMR_BUF_ACCT_BITS	6
+/* one IPv6 peer is a /64: whoever has one address has all of them */
+#define SMR_BUF_PEER_PREFIX6	64
+
+struct smr_buf_acct_peer {
+	struct hlist_node	node;
+	struct in6_addr		key;	/* smr_buf_acct_peer_key() */
+	long			bytes;
+};
+
+struct smr_buf_acct {
+	refcount_t		ref;
+	spinlock_t		lock;	/* BH: @bytes, @peers */
+	long			bytes;	/* net.smr.mem_unaccepted_max */
+	DECLARE_HASHTABLE(peers, SMR_BUF_ACCT_BITS);
+};
+
+/* peers choose their addresses: the bucket is not theirs to choose */
+static u32 smr_buf_acct_seed __read_mostly;
+
+/* Process context. NULL if there is no memory. */
+struct smr_buf_acct *smr_buf_acct_new(void)
+{
+	struct smr_buf_acct *acct;
+
+	get_random_once(&smr_buf_acct_seed, sizeof(smr_buf_acct_seed));
+	acct = kzalloc(sizeof(*acct), GFP_KERNEL);
+	if (!acct)
+		return NULL;
+	refcount_set(&acct->ref, 1);
+	spin_lock_init(&acct->lock);
+	hash_init(acct->peers);
+	return acct;
+}
+
+void smr_buf_acct_hold(struct smr_buf_acct *acct)
+{
+	refcount_inc(&acct->ref);
+}
+
+/* Any context: the last reference frees it (nothing is charged then). */
+void smr_buf_acct_put(struct smr_buf_acct *acct)
+{
+	struct smr_buf_acct_peer *p;
+	struct hlist_node *tmp;
+	int bkt;
+
+	if (!acct || !refcount_dec_and_test(&acct->ref))
+		return;
+	WARN_ON_ONCE(acct->bytes);
+	hash_for_each_safe(acct->peers, bkt, tmp, p, node)
+		kfree(p);
+	kfree(acct);
+}
+
+/* The peer @addr is charged as: itself (IPv4), its /64 (IPv6). */
+void smr_buf_acct_peer_key(struct in6_addr *key, const struct in6_addr *addr,
+			   bool v6)
+{
+	*key = *addr;
+	if (v6)
+		ipv6_addr_prefix(key, addr, SMR_BUF_PEER_PREFIX6);
+}
+
+static u32 smr_buf_acct_hash(const struct in6_addr *key)
+{
+	return jhash2((const u32 *)key, sizeof(*key) / sizeof(u32),
+		      smr_buf_acct_seed);
+}
+
+static struct smr_buf_acct_peer *
+smr_buf_acct_find(struct smr_buf_acct *acct, const struct in6_addr *key,
+		  u32 hash)
+{
+	struct smr_buf_acct_peer *p;
+
+	lockdep_assert_held(&acct->lock);
+	hash_for_each_possible(acct->peers, p, node, hash)
+		if (ipv6_addr_equal(&p->key, key))
+			return p;
+	return NULL;
+}
+
+/*
+ * Charge @bytes to the peer @key of @acct if that keeps the peer within
+ * net.smr.mem_unaccepted_peer_max and the account within
+ * net.smr.mem_unaccepted_max. Process context. 0, or -ENOBUFS (counted)
+ * / -ENOMEM.
+ */
+int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
+			long bytes)
+{
+	struct smr_buf_acct_peer *p, *fresh;
+	u32 hash = smr_buf_acct_hash(key);
+	enum smr_stat limit = SMR_STAT_MAX;
+
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return -ENOMEM;
+	spin_lock_bh(&acct->lock);
+	p = smr_buf_acct_find(acct, key, hash);
+	if ((p ? p->bytes : 0) + bytes >
+	    READ_ONCE(smr_buf_mem_unaccepted_peer_max)) {
+		limit = SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT;
+	} else if (acct->bytes + bytes > READ_ONCE(smr_buf_mem_unaccepted_max)) {
+		limit = SMR_STAT_BUF_UNACCEPTED_LIMIT;
+	} else {
+		if (!p) {
+			p = fresh;
+			fresh = NULL;
+			p->key = *key;
+			hash_add(acct->peers, &p->node, hash);
+		}
+		p->bytes += bytes;
+		acct->bytes += bytes;
+		atomic_long_add(bytes, &smr_buf_unaccepted);
+	}
+	spin_unlock_bh(&acct->lock);
+	kfree(fresh);
+	if (limit == SMR_STAT_MAX)
+		return 0;
+	smr_stat_inc(&init_net, limit);
+	return -ENOBUFS;
+}
+
+/* Give back what smr_buf_acct_charge() took. Any context. */
+void smr_buf_acct_uncharge(struct smr_buf_acct *acct,
+			   const struct in6_addr *key, long bytes)
+{
+	struct smr_buf_acct_peer *p;
+
+	spin_lock_bh(&acct->lock);
+	p = smr_buf_acct_find(acct, key, smr_buf_acct_hash(key));
+	if (!WARN_ON_ONCE(!p || p->bytes < bytes || acct->bytes < bytes)) {
+		p->bytes -= bytes;
+		acct->bytes -= bytes;
+		atomic_long_sub(bytes, &smr_buf_unaccepted);
+		if (!p->bytes) {
+			hash_del(&p->node);
+			kfree(p);
+		}
+	}
+	spin_unlock_bh(&acct->lock);
+}
+
+/* ---- memory cgroups ---- */
+
+/* A reference on @memcg for a connection's life (NULL: none). */
+struct mem_cgroup *smr_buf_memcg_hold(struct mem_cgroup *memcg)
+{
+#ifdef CONFIG_MEMCG
+	if (memcg)
+		css_get(&memcg->css);
+#endif
+	return memcg;
+}
+
+void smr_buf_memcg_put(struct mem_cgroup *memcg)
+{
+	mem_cgroup_put(memcg);
+}
+
+/* ---- what /proc/net/smr/stats shows of the buffers ---- */
+
+/* Bytes the module has pinned in buffers. */
+static long smr_buf_mem_pinned(void)
 {
 	return atomic_long_read(&smr_buf_mem_used);
 }
+
+/*
+ * Host-wide gauges: pinned (all buffers), pooled (of those, unused),
+ * charged (to users: held by connections), unaccepted (of those, by
+ * listeners' children not accepted yet).
+ */
+void smr_buf_show(struct seq_file *seq)
+{
+	seq_printf(seq, "buffer_bytes_pinned %ld\n", smr_buf_mem_pinned());
+	seq_printf(seq, "buffer_bytes_pooled %ld\n",
+		   atomic_long_read(&smr_buf_pooled));
+	seq_printf(seq, "buffer_bytes_charged %ld\n",
+		   READ_ONCE(smr_users_charged));
+	seq_printf(seq, "buffer_bytes_unaccepted %ld\n",
+		   atomic_long_read(&smr_buf_unaccepted));
+}
+
+/*
+ * /proc/net/smr/users: what each user's connections hold, "UID BYTES" a
+ * line (uids as the reader's namespace maps them). Charges are host-wide:
+ * listed in the initial network namespace only, as the links are.
+ */
+int smr_buf_users_show(struct seq_file *seq, void *v)
+{
+	struct smr_user_charge *u;
+	int bkt;
+
+	seq_puts(seq, "UID BYTES\n");
+	if (!net_eq(seq_file_single_net(seq), &init_net))
+		return 0;
+	spin_lock_bh(&smr_users_lock);
+	hash_for_each(smr_users, bkt, u, node)
+		seq_printf(seq, "%u %ld\n",
+			   from_kuid_munged(seq_user_ns(seq), u->uid), u->bytes);
+	spin_unlock_bh(&smr_users_lock);
+	return 0;
+}
+
+/* ---- buffers and pools ---- */
+
+static void smr_buf_pool_free_work(struct work_struct *work);
 
 /* @post_reg posts registrations on the pool's link; @pd comes later. */
 void smr_buf_pool_init(struct smr_buf_pool *pool, smr_buf_post_reg_t post_reg)
@@ -142,6 +388,9 @@ void smr_buf_pool_init(struct smr_buf_pool *pool, smr_buf_post_reg_t post_reg)
 	spin_lock_init(&pool->lock);
 	INIT_LIST_HEAD(&pool->free);
 	pool->nfree = 0;
+	pool->bytes = 0;
+	INIT_LIST_HEAD(&pool->dying);
+	INIT_WORK(&pool->free_work, smr_buf_pool_free_work);
 	pool->pd = NULL;
 	pool->post_reg = post_reg;
 }
@@ -181,6 +430,19 @@ static u32 smr_buf_dev_max(struct ib_device *dev)
 	       max ? rounddown_pow_of_two((u32)max) : 0;
 }
 
+/*
+ * The size smr_buf_get() gives for @size on the pool's device (at most
+ * what one MR maps), or 0 if the device cannot map the least buffer.
+ */
+u32 smr_buf_size_on(struct smr_buf_pool *pool, u32 size)
+{
+	u32 dev_max = smr_buf_dev_max(pool->pd->device);
+
+	if (size > dev_max)
+		size = dev_max;
+	return size < SMR_HS_RMB_MIN ? 0 : size;
+}
+
 void smr_buf_free(struct smr_buf *buf)
 {
 	if (buf->mr)
@@ -194,31 +456,36 @@ void smr_buf_free(struct smr_buf *buf)
 	kfree(buf);
 }
 
-static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote)
+/*
+ * The allocations of a new buffer, charged (__GFP_ACCOUNT) to the memory
+ * cgroup the caller made the active one. The MR is the driver's.
+ */
+static struct smr_buf *smr_buf_alloc_charged(struct ib_pd *pd, u32 size,
+					     bool remote)
 {
 	unsigned int i, npages = size >> PAGE_SHIFT;
 	struct page **pages;
 	struct smr_buf *buf;
 	int err;
 
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return NULL;
 	buf->size = size;
 	buf->remote = remote;
 	buf->dev = pd->device;
 	atomic_long_add(size, &smr_buf_mem_used);
-	buf->cpu = vzalloc(size);
+	buf->cpu = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!buf->cpu)
 		goto err;
 
-	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL_ACCOUNT);
 	if (!pages)
 		goto err;
 	for (i = 0; i < npages; i++)
 		pages[i] = vmalloc_to_page(buf->cpu + ((size_t)i << PAGE_SHIFT));
 	err = sg_alloc_table_from_pages(&buf->sgt, pages, npages, 0, size,
-					GFP_KERNEL);
+					GFP_KERNEL_ACCOUNT);
 	kvfree(pages);
 	if (err)
 		goto err;
@@ -239,6 +506,25 @@ static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote)
 err:
 	smr_buf_free(buf);
 	return NULL;
+}
+
+/*
+ * A new buffer, its memory charged to @memcg (NULL: the current task's).
+ * The caller may be a work item of the module's: without naming it, the
+ * charge would go to the worker's cgroup, i.e. nowhere.
+ */
+static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote,
+				     struct mem_cgroup *memcg)
+{
+	struct mem_cgroup *old;
+	struct smr_buf *buf;
+
+	if (!memcg)
+		return smr_buf_alloc_charged(pd, size, remote);
+	old = set_active_memcg(memcg);
+	buf = smr_buf_alloc_charged(pd, size, remote);
+	set_active_memcg(old);
+	return buf;
 }
 
 /*
@@ -284,26 +570,81 @@ static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf)
 	return 0;
 }
 
+/* Take @buf off the pool's free list. Caller holds pool->lock. */
+static void smr_buf_unpool_locked(struct smr_buf_pool *pool,
+				  struct smr_buf *buf)
+{
+	lockdep_assert_held(&pool->lock);
+	list_del_init(&buf->node);
+	pool->nfree--;
+	pool->bytes -= buf->size;
+	atomic_long_sub(buf->size, &smr_buf_pooled);
+}
+
+/*
+ * Process context: free every pooled buffer (net.smr.mem_max is reached:
+ * buffers of other sizes give way to a new one).
+ */
+static void smr_buf_pool_drain(struct smr_buf_pool *pool)
+{
+	struct smr_buf *buf;
+
+	for (;;) {
+		spin_lock_bh(&pool->lock);
+		buf = list_first_entry_or_null(&pool->free, struct smr_buf,
+					       node);
+		if (buf)
+			smr_buf_unpool_locked(pool, buf);
+		spin_unlock_bh(&pool->lock);
+		if (!buf)
+			break;
+		smr_buf_free(buf);
+	}
+}
+
+/* Free the buffers smr_buf_put() could not keep. Process context. */
+static void smr_buf_pool_free_dying(struct smr_buf_pool *pool)
+{
+	struct smr_buf *buf;
+
+	for (;;) {
+		spin_lock_bh(&pool->lock);
+		buf = list_first_entry_or_null(&pool->dying, struct smr_buf,
+					       node);
+		if (buf)
+			list_del_init(&buf->node);
+		spin_unlock_bh(&pool->lock);
+		if (!buf)
+			break;
+		smr_buf_free(buf);
+	}
+}
+
+static void smr_buf_pool_free_work(struct work_struct *work)
+{
+	smr_buf_pool_free_dying(container_of(work, struct smr_buf_pool,
+					     free_work));
+}
+
 /*
  * A registered buffer of @size bytes for a connection on the pool's link:
- * from the pool if one fits, else new. Process context. NULL if memory or
- * the module's limit (counted) does not allow it, or the link failed.
+ * from the pool if one fits, else new, its memory charged to @memcg
+ * (NULL: the current task's). Process context. NULL if memory or the
+ * module's limit (counted) does not allow it, or the link failed.
  */
-struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote)
+struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
+			    struct mem_cgroup *memcg)
 {
 	struct smr_buf *buf = NULL, *b;
-	u32 dev_max = smr_buf_dev_max(pool->pd->device);
 
-	if (size > dev_max)
-		size = dev_max;
-	if (size < SMR_HS_RMB_MIN)
+	size = smr_buf_size_on(pool, size);
+	if (!size)
 		return NULL;
 
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry(b, &pool->free, node) {
 		if (b->size == size && b->remote == remote) {
-			list_del_init(&b->node);
-			pool->nfree--;
+			smr_buf_unpool_locked(pool, b);
 			buf = b;
 			break;
 		}
@@ -323,14 +664,14 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote)
 		if (atomic_long_read(&smr_buf_mem_used) + size >
 		    READ_ONCE(smr_buf_mem_max)) {
 			/* pooled buffers of other sizes give way first */
-			smr_buf_pool_destroy(pool);
+			smr_buf_pool_drain(pool);
 			if (atomic_long_read(&smr_buf_mem_used) + size >
 			    READ_ONCE(smr_buf_mem_max)) {
 				smr_stat_inc(&init_net, SMR_STAT_BUF_MEM_LIMIT);
 				return NULL;
 			}
 		}
-		buf = smr_buf_alloc(pool->pd, size, remote);
+		buf = smr_buf_alloc(pool->pd, size, remote, memcg);
 		if (!buf)
 			return NULL;
 	}
@@ -341,31 +682,43 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote)
 	return buf;
 }
 
-/* Any context: @buf's connection is done with it, and so is the peer. */
+/*
+ * Any context: @buf's connection is done with it, and so is the peer. The
+ * pool keeps it if the pool's and all pools' bounds allow; else it is
+ * freed (by the pool's work: freeing sleeps).
+ */
 void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf)
 {
+	bool keep = false;
+
 	spin_lock_bh(&pool->lock);
-	list_add(&buf->node, &pool->free);
-	pool->nfree++;
+	if (pool->bytes + buf->size <= READ_ONCE(smr_buf_mem_pool_link_max)) {
+		keep = atomic_long_add_return(buf->size, &smr_buf_pooled) <=
+		       READ_ONCE(smr_buf_mem_pool_max);
+		if (!keep)
+			atomic_long_sub(buf->size, &smr_buf_pooled);
+	}
+	if (keep) {
+		list_add(&buf->node, &pool->free);
+		pool->nfree++;
+		pool->bytes += buf->size;
+	} else {
+		list_add_tail(&buf->node, &pool->dying);
+	}
 	spin_unlock_bh(&pool->lock);
+	if (!keep) {
+		smr_stat_inc(&init_net, SMR_STAT_BUF_POOL_FULL);
+		queue_work(system_wq, &pool->free_work);
+	}
 }
 
-/* Process context: free every pooled buffer. */
+/*
+ * Process context, the pool's link going: free every buffer it has (no
+ * connection puts one back any more) once its work is done with its own.
+ */
 void smr_buf_pool_destroy(struct smr_buf_pool *pool)
 {
-	struct smr_buf *buf;
-
-	for (;;) {
-		spin_lock_bh(&pool->lock);
-		buf = list_first_entry_or_null(&pool->free, struct smr_buf,
-					       node);
-		if (buf) {
-			list_del_init(&buf->node);
-			pool->nfree--;
-		}
-		spin_unlock_bh(&pool->lock);
-		if (!buf)
-			break;
-		smr_buf_free(buf);
-	}
+	flush_work(&pool->free_work);
+	smr_buf_pool_free_dying(pool);
+	smr_buf_pool_drain(pool);
 }

@@ -1,8 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * SMR: a connection's RDMA objects: its buffers and link from the
- * handshake, the peer's RMB, its token (how the peer's CDCs name it), and
- * what is left when the sock goes. /proc/net/smr/conns lists them.
+ * handshake, whom their memory is charged to, the peer's RMB, its token
+ * (how the peer's CDCs name it), and what is left when the sock goes.
+ * /proc/net/smr/conns lists them.
+ *
+ * Charges (buf.c has the limits): a connection's buffers are charged when
+ * the handshake takes them, to the uid owning the socket then (recorded,
+ * so that the same uid is uncharged whoever owns the socket later) and,
+ * for a server child not accepted yet, to its listener's account of
+ * unaccepted children under the peer's address (accept() moves them off
+ * it); their memory is allocated in the memory cgroup the socket was made
+ * in, a child's listener's. All of it ends when the buffers are taken
+ * away (smr_conn_take()).
  *
  * The rest of the connection layer builds on this: close.c (the close
  * state machine), tx.c and rx.c (the data path), cdc.c (CDCs and link
@@ -16,10 +26,15 @@
  * (smr_token_lock, BH) from the moment they are drawn until the sock is
  * destroyed, which is what keeps them unique on the host; a lookup takes
  * a sock reference unless the sock is already being destroyed.
+ * @memcg, @unacc_key and the first @unacc are set before the connection
+ * negotiates; @unacc (given up at accept()) and @unacc_charged change
+ * under conn->lock. A listener's @children_acct is made under its
+ * pull_mutex with its first child and lives as long as its sock.
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
+#include <linux/lockdep.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
@@ -66,39 +81,126 @@ void smr_conn_set_link(struct smr_sock *smr, struct smr_link *link)
 }
 
 /*
+ * The socket's owner for its buffers' memory: the memory cgroup it was
+ * made in (sk_memcg, which the socket layer set; NULL outside any). A
+ * server child takes its listener's instead (smr_conn_child_init()).
+ * Before the socket is visible.
+ */
+void smr_conn_owner_init(struct smr_sock *smr)
+{
+	smr->conn.memcg = smr_buf_memcg_hold(smr->sk.sk_memcg);
+}
+
+/*
+ * A server child from peer address @peer (@v6: an IPv6 peer) of
+ * @listener: its buffers are charged to the listener's memory cgroup and,
+ * until accept(), to the listener's account of unaccepted children (made
+ * with its first child), under this peer's key. Before the child
+ * negotiates; caller holds the listener's pull_mutex. 0 or -ENOMEM.
+ */
+int smr_conn_child_init(struct smr_sock *child, struct smr_sock *listener,
+			const struct in6_addr *peer, bool v6)
+{
+	struct smr_conn *lconn = &listener->conn, *conn = &child->conn;
+
+	lockdep_assert_held(&listener->pull_mutex);
+	if (!lconn->children_acct) {
+		lconn->children_acct = smr_buf_acct_new();
+		if (!lconn->children_acct)
+			return -ENOMEM;
+	}
+	smr_buf_acct_hold(lconn->children_acct);
+	conn->unacc = lconn->children_acct;
+	smr_buf_acct_peer_key(&conn->unacc_key, peer, v6);
+	conn->memcg = smr_buf_memcg_hold(lconn->memcg);
+	return 0;
+}
+
+/*
+ * accept() took @child: its buffers leave the listener's account of
+ * unaccepted children (the charge to its owner stays). Process context.
+ */
+void smr_conn_accepted(struct smr_sock *child)
+{
+	struct smr_conn *conn = &child->conn;
+	struct smr_buf_acct *acct;
+	long charged;
+
+	spin_lock_bh(&conn->lock);
+	acct = conn->unacc;
+	charged = conn->unacc_charged;
+	conn->unacc = NULL;
+	conn->unacc_charged = 0;
+	spin_unlock_bh(&conn->lock);
+	if (charged)
+		smr_buf_acct_uncharge(acct, &conn->unacc_key, charged);
+	smr_buf_acct_put(acct);
+}
+
+/*
  * Handshake: buffers for a connection whose link is attached (@link holds
- * the connection's reference). Process context, sock lock held. 0 or
- * -ENOBUFS; on error the caller unprepares.
+ * the connection's reference). Their bytes are charged first, and the
+ * connection records to whom: its owner's uid as it is now (whoever owns
+ * the socket later, the same uid is uncharged) and, for a server child,
+ * its listener's account of unaccepted children; the memory goes to the
+ * connection's memory cgroup. Process context, sock lock held. 0 or
+ * -ENOBUFS (a limit, counted, or no memory); on error the caller
+ * unprepares.
  */
 int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 {
 	struct smr_buf_pool *pool = smr_link_pool(link);
 	struct smr_conn *conn = &smr->conn;
 	struct smr_buf *rmb, *sndbuf;
+	struct smr_buf_acct *unacc;
+	u32 rmb_size, snd_size;
+	long bytes;
+	kuid_t uid;
 
 	sock_owned_by_me(&smr->sk);
-	rmb = smr_buf_get(pool, smr->local_rmb_size, true);
-	if (!rmb)
+	rmb_size = smr_buf_size_on(pool, smr->local_rmb_size);
+	snd_size = smr_buf_size_on(pool, smr_buf_sndbuf_size(smr->tcp->sk));
+	if (!rmb_size || !snd_size)
 		return -ENOBUFS;
-	sndbuf = smr_buf_get(pool, smr_buf_sndbuf_size(smr->tcp->sk), false);
-	if (!sndbuf) {
-		smr_buf_put(pool, rmb);
+	bytes = (long)rmb_size + snd_size;
+
+	/* one read: the owner may change under us (fchown) */
+	uid = READ_ONCE(smr->sk.sk_uid);
+	if (smr_buf_charge_user(uid, bytes))
+		return -ENOBUFS;
+	spin_lock_bh(&conn->lock);
+	unacc = conn->unacc;
+	spin_unlock_bh(&conn->lock);
+	if (unacc && smr_buf_acct_charge(unacc, &conn->unacc_key, bytes)) {
+		smr_buf_uncharge_user(uid, bytes);
 		return -ENOBUFS;
 	}
-	if (smr_buf_charge_user(smr->sk.sk_uid, rmb->size + sndbuf->size)) {
-		smr_buf_put(pool, sndbuf);
+
+	rmb = smr_buf_get(pool, rmb_size, true, conn->memcg);
+	if (!rmb)
+		goto uncharge;
+	sndbuf = smr_buf_get(pool, snd_size, false, conn->memcg);
+	if (!sndbuf) {
 		smr_buf_put(pool, rmb);
-		return -ENOBUFS;
+		goto uncharge;
 	}
 	spin_lock_bh(&conn->lock);
 	conn->rmb = rmb;
 	conn->sndbuf = sndbuf;
-	conn->user_charged = rmb->size + sndbuf->size;
-	conn->charged_uid = smr->sk.sk_uid;
+	conn->user_charged = bytes;
+	conn->charged_uid = uid;
+	if (unacc)
+		conn->unacc_charged = bytes;
 	spin_unlock_bh(&conn->lock);
 	/* the device may have lowered the size we planned to announce */
 	smr->local_rmb_size = rmb->size;
 	return 0;
+
+uncharge:
+	if (unacc)
+		smr_buf_acct_uncharge(unacc, &conn->unacc_key, bytes);
+	smr_buf_uncharge_user(uid, bytes);
+	return -ENOBUFS;
 }
 
 /* Our RMB's descriptor, for ACCEPT or CONFIRM. Sock lock held. */
@@ -123,15 +225,18 @@ void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb)
 }
 
 /*
- * Take the buffers and link away, and end the user's charge for them;
- * caller holds the sock lock or owns the sock (its destructor).
+ * Take the buffers and link away, and end the charges for them (to the
+ * uid and the account recorded when they were taken, never the socket's
+ * owner now); caller holds the sock lock or owns the sock (its
+ * destructor).
  */
 void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 		   struct smr_buf **rmb, struct smr_buf **sndbuf)
 {
 	struct smr_conn *conn = &smr->conn;
+	struct smr_buf_acct *unacc;
+	long charged, unacc_charged;
 	kuid_t uid;
-	long charged;
 
 	spin_lock_bh(&conn->lock);
 	*link = conn->link;
@@ -139,14 +244,24 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	*sndbuf = conn->sndbuf;
 	charged = conn->user_charged;
 	uid = conn->charged_uid;
+	unacc = conn->unacc;
+	unacc_charged = conn->unacc_charged;
+	/* accept() may drop the child's reference meanwhile */
+	if (unacc_charged)
+		smr_buf_acct_hold(unacc);
 	conn->link = NULL;
 	conn->rmb = NULL;
 	conn->sndbuf = NULL;
 	conn->user_charged = 0;
+	conn->unacc_charged = 0;
 	spin_unlock_bh(&conn->lock);
-	/* the user's charge ends with the connection's hold on the buffers */
+	/* the charges end with the connection's hold on the buffers */
 	if (charged)
 		smr_buf_uncharge_user(uid, charged);
+	if (unacc_charged) {
+		smr_buf_acct_uncharge(unacc, &conn->unacc_key, unacc_charged);
+		smr_buf_acct_put(unacc);
+	}
 }
 
 /* Give what smr_conn_take() took back to the link's pool. Any context. */
@@ -212,8 +327,8 @@ struct smr_sock *smr_conn_lookup_token(u64 token)
 }
 
 /*
- * sk_destruct: nothing refers to the sock any more; its token, buffers and
- * link go. Any context.
+ * sk_destruct: nothing refers to the sock any more; its token, buffers,
+ * link, account and memory cgroup references go. Any context.
  */
 void smr_conn_destruct(struct smr_sock *smr)
 {
@@ -227,6 +342,10 @@ void smr_conn_destruct(struct smr_sock *smr)
 	}
 	smr_conn_take(smr, &link, &rmb, &sndbuf);
 	smr_conn_release_link(smr, link, rmb, sndbuf);
+	/* a child never accepted, a listener: their accounts */
+	smr_buf_acct_put(smr->conn.unacc);
+	smr_buf_acct_put(smr->conn.children_acct);
+	smr_buf_memcg_put(smr->conn.memcg);
 }
 
 /* ---- /proc/net/smr/conns ---- */

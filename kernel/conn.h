@@ -8,6 +8,7 @@
 #ifndef _SMR_CONN_H
 #define _SMR_CONN_H
 
+#include <linux/in6.h>
 #include <linux/poll.h>
 #include <linux/spinlock.h>
 #include <linux/timer.h>
@@ -73,6 +74,19 @@ struct smr_conn {
 	struct smr_buf		*rmb;		/* the peer WRITEs into it */
 	long			user_charged;	/* bytes charged to @charged_uid */
 	kuid_t			charged_uid;	/* sk_uid when charged: it may change */
+	/*
+	 * Set before the handshake and never changed: the memory cgroup the
+	 * buffers are allocated in (a css reference; NULL: the allocating
+	 * task's) and a server child's peer key. A server child's @unacc is
+	 * its listener's account of unaccepted children (a reference), until
+	 * accept() clears it under @lock. A listener's own account is
+	 * @children_acct (made under its pull_mutex, kept for its life).
+	 */
+	struct mem_cgroup	*memcg;
+	struct smr_buf_acct	*unacc;
+	struct in6_addr		unacc_key;
+	long			unacc_charged;	/* bytes charged to @unacc */
+	struct smr_buf_acct	*children_acct;
 	u64			peer_rmb_addr;
 	u32			peer_rmb_rkey;
 	u32			peer_rmb_size;
@@ -241,6 +255,10 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 void smr_conn_release_link(struct smr_sock *smr, struct smr_link *link,
 			   struct smr_buf *rmb, struct smr_buf *sndbuf);
 void smr_conn_destruct(struct smr_sock *smr);
+void smr_conn_owner_init(struct smr_sock *smr);
+int smr_conn_child_init(struct smr_sock *child, struct smr_sock *listener,
+			const struct in6_addr *peer, bool v6);
+void smr_conn_accepted(struct smr_sock *child);
 void smr_conn_wake(struct smr_sock *smr, __poll_t mask);
 u64 smr_conn_new_token(struct smr_sock *smr);
 struct smr_sock *smr_conn_lookup_token(u64 token);

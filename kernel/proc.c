@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * SMR: /proc/net/smr, per network namespace: stats (stats.c), devices
- * (ib_dev.c), links (link.c) and conns (conn.c). This file only makes the
- * directory and its entries; each layer shows its own.
+ * SMR: /proc/net/smr, per network namespace: stats (stats.c, buf.c's
+ * gauges), devices (ib_dev.c), links (link.c), conns (conn.c) and users
+ * (buf.c). This file only makes the directory and its entries; each layer
+ * shows its own.
  *
  * Locking and lifetimes: a namespace's directory lives from its pernet
  * init to its pernet exit, registered after the counters (stats.c) and
@@ -20,14 +21,13 @@
 #include "link.h"
 #include "stats.h"
 
-/* The counters, and (where links live) the bytes pinned in buffers. */
+/* The counters, and (where links live) the buffers' bytes. */
 static int smr_proc_stats_show(struct seq_file *seq, void *v)
 {
 	smr_stats_show(seq, v);
 	/* buffers belong to links, which live in init_net only */
 	if (net_eq(seq_file_single_net(seq), &init_net))
-		seq_printf(seq, "buffer_bytes_pinned %ld\n",
-			   smr_buf_mem_pinned());
+		smr_buf_show(seq);
 	return 0;
 }
 
@@ -45,6 +45,8 @@ static int __net_init smr_proc_net_init(struct net *net)
 	    !proc_create_net_single("links", 0444, dir, smr_links_show,
 				    NULL) ||
 	    !proc_create_net_single("conns", 0444, dir, smr_conns_show,
+				    NULL) ||
+	    !proc_create_net_single("users", 0444, dir, smr_buf_users_show,
 				    NULL)) {
 		remove_proc_subtree("smr", net->proc_net);
 		return -ENOMEM;

@@ -72,6 +72,9 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_CREDIT_MSGS_SENT]	= "credit_msgs_sent",
 	[SMR_STAT_CDC_WAITS]		= "cdc_waits",
 	[SMR_STAT_ORPHANS_EXPIRED]	= "orphans_expired",
+	[SMR_STAT_BUF_POOL_FULL]	= "buffers_pool_full",
+	[SMR_STAT_BUF_UNACCEPTED_LIMIT]	= "buffers_unaccepted_limit",
+	[SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT] = "buffers_unaccepted_peer_limit",
 };
 
 void smr_stat_add(const struct net *net, enum smr_stat stat, s64 delta)

@@ -56,6 +56,9 @@ enum smr_stat {
 	SMR_STAT_CREDIT_MSGS_SENT,	/* link messages returning credits */
 	SMR_STAT_CDC_WAITS,		/* CDCs that waited for a slot or credit */
 	SMR_STAT_ORPHANS_EXPIRED,	/* closed conns freed by orphan_timeout_ms */
+	SMR_STAT_BUF_POOL_FULL,		/* freed, not pooled: mem_pool_*max */
+	SMR_STAT_BUF_UNACCEPTED_LIMIT,	/* refused: mem_unaccepted_max */
+	SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT, /* refused: mem_unaccepted_peer_max */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

@@ -22,6 +22,10 @@ int smr_cdc_inline_max = SMR_CDC_INLINE_MAX;
 long smr_buf_mem_max = SMR_BUF_MEM_MAX_DEFAULT;
 long smr_buf_mem_user_max = SMR_BUF_MEM_USER_MAX_DEFAULT;
 int smr_negot_max = SMR_NEGOT_MAX_DEFAULT;
+long smr_buf_mem_pool_max = SMR_BUF_MEM_POOL_MAX_DEFAULT;
+long smr_buf_mem_pool_link_max = SMR_BUF_MEM_POOL_LINK_MAX_DEFAULT;
+long smr_buf_mem_unaccepted_max = SMR_BUF_MEM_UNACCEPTED_MAX_DEFAULT;
+long smr_buf_mem_unaccepted_peer_max = SMR_BUF_MEM_UNACCEPTED_PEER_MAX_DEFAULT;
 
 static int smr_timeout_ms_min = SMR_TIMEOUT_MS_MIN;
 static int smr_hs_timeout_ms_max = SMR_HS_TIMEOUT_MS_MAX;
@@ -109,6 +113,34 @@ static struct ctl_table smr_sysctl_table[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &smr_negot_max_min,
 		.extra2		= &smr_negot_max_max,
+	},
+	{
+		.procname	= "mem_pool_max",
+		.data		= &smr_buf_mem_pool_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "mem_pool_link_max",
+		.data		= &smr_buf_mem_pool_link_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "mem_unaccepted_max",
+		.data		= &smr_buf_mem_unaccepted_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "mem_unaccepted_peer_max",
+		.data		= &smr_buf_mem_unaccepted_peer_max,
+		.maxlen		= sizeof(long),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
 	},
 	{ }	/* the end, for kernels that read up to it: not counted */
 };

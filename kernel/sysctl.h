@@ -28,6 +28,24 @@
  * user) before a connection falls back for want of one (tcp_option.c).
  */
 #define SMR_NEGOT_MAX_DEFAULT		16384
+/*
+ * mem_pool_max, mem_pool_link_max: what pools may keep for reuse, a
+ * quarter of mem_max in all, half of that for one link (one peer's
+ * churn does not take every link's pooling).
+ */
+#define SMR_BUF_MEM_POOL_MAX_DEFAULT	(64L << 20)
+#define SMR_BUF_MEM_POOL_LINK_MAX_DEFAULT (32L << 20)
+/*
+ * mem_unaccepted_max, mem_unaccepted_peer_max: what one listener's
+ * children may hold before accept(), half of mem_max, and what those of
+ * one peer may hold, half of that: a peer that never lets the application
+ * accept leaves the listener's other peers the other half, and other
+ * listeners half of mem_max. One peer's burst of connections is
+ * pre-accept as a whole while their handshakes run (300 at once of the
+ * default 192 KiB are some 56 MiB), hence no smaller.
+ */
+#define SMR_BUF_MEM_UNACCEPTED_MAX_DEFAULT (128L << 20)
+#define SMR_BUF_MEM_UNACCEPTED_PEER_MAX_DEFAULT (64L << 20)
 
 /* bounds root may write */
 #define SMR_TIMEOUT_MS_MIN		10
@@ -45,6 +63,10 @@ extern int smr_cdc_inline_max;
 extern long smr_buf_mem_max;
 extern long smr_buf_mem_user_max;
 extern int smr_negot_max;
+extern long smr_buf_mem_pool_max;
+extern long smr_buf_mem_pool_link_max;
+extern long smr_buf_mem_unaccepted_max;
+extern long smr_buf_mem_unaccepted_peer_max;
 
 int smr_sysctl_init(void);
 void smr_sysctl_exit(void);

@@ -422,7 +422,7 @@ static void smr_tx_grow(struct smr_sock *smr)
 	conn->tx_grown = true;
 	if (!want || !link)
 		return;
-	bigger = smr_buf_get(smr_link_pool(link), want, false);
+	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg);
 	if (!bigger)
 		return;
 	if (bigger->size <= old->size ||

@@ -3,7 +3,8 @@
 #
 # SMR's RDMA data path between two QEMU guests (one scripts/vm-run boot):
 # data integrity, rxe counters, inline CDCs, hostile CDCs, per-user memory,
-# links, link loss, rmmod. The cases are selftests/rdma/suite_rdma.sh's,
+# a flood of connections never accepted, bounded pools, links, link loss,
+# rmmod. The cases are selftests/rdma/suite_rdma.sh's,
 # the bed (smr_stream servers on B, clients on A) selftests/rdma/bed.sh's,
 # the run selftests/lib/two_guest_test.sh's.
 #

@@ -20,6 +20,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,8 +31,10 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -3814,6 +3817,357 @@ TEST_F(smr_api, smr_stats)
 		usleep(5000);
 	} while (smr_now_ms() < deadline);
 	EXPECT_EQ(s0[ST_ACTIVE], s1[ST_ACTIVE]);
+}
+
+/* ================= whom buffer memory is charged to ================= */
+
+/* /proc/net/smr/users: @uid's bytes (0 if not listed), -1 without it. */
+static long long smr_user_bytes(uid_t uid)
+{
+	FILE *f = fopen("/proc/net/smr/users", "r");
+	char line[128];
+	long long bytes, found = 0;
+	unsigned int u;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %lld", &u, &bytes) == 2 && u == uid)
+			found = bytes;
+	fclose(f);
+	return found;
+}
+
+/* Up to @ms for @uid's charge to reach @want (connections finish closing). */
+static long long smr_user_wait(uid_t uid, long long want, int ms)
+{
+	long long deadline = smr_now_ms() + ms, got;
+
+	while ((got = smr_user_bytes(uid)) != want && got >= 0 &&
+	       smr_now_ms() < deadline)
+		usleep(20000);
+	return got;
+}
+
+struct chown_race {
+	int fd;
+	volatile bool stop;
+	long turns;
+};
+
+/* Flip the socket's owner between root and nobody until told to stop. */
+static void *chown_flipper(void *arg)
+{
+	struct chown_race *r = arg;
+
+	while (!r->stop) {
+		if (fchown(r->fd, r->turns & 1 ? 65534 : 0, -1))
+			break;
+		r->turns++;
+	}
+	return NULL;
+}
+
+#define CHOWN_RACE_ROUNDS	48
+
+/*
+ * A connection's buffers are charged to the uid owning its socket when
+ * the handshake takes them, and given back to that same uid whoever owns
+ * the socket by then: fchown() after the connection is up, before it
+ * (the child of a listener fchown'd to nobody is nobody's), and racing
+ * the handshake from another thread. Once the sockets are gone, root and
+ * nobody have nothing charged in /proc/net/smr/users (an uncharge from
+ * the wrong uid would also WARN, which fails the guest). TCP: the same
+ * fchown()s succeed and the connections work.
+ */
+TEST_F(smr_api, buffers_uncharged_from_charged_uid)
+{
+	struct sockaddr_storage la;
+	struct chown_race race;
+	int l, cli, srv, i, rounds = 0;
+	long long nobody_held = 0;
+	pthread_t th;
+	char buf[4];
+
+	/* the handshake reads the owner while another thread changes it */
+	l = LISTENER(CHOWN_RACE_ROUNDS, &la);
+	for (i = 0; i < CHOWN_RACE_ROUNDS; i++) {
+		race.fd = NEW_SOCK(SOCK_STREAM);
+		race.stop = false;
+		race.turns = 0;
+		ASSERT_EQ(0, pthread_create(&th, NULL, chown_flipper, &race));
+		ASSERT_EQ(0, xconnect(race.fd, &la, af_len(self->af)));
+		race.stop = true;
+		pthread_join(th, NULL);
+		rounds += race.turns > 0;
+		srv = xaccept(l, 0);
+		ASSERT_LE(0, srv);
+		ASSERT_EQ(2, xsend(race.fd, "rc", 2, 0));
+		ASSERT_EQ(2, recv_upto(srv, buf, 2, SOON_MS));
+		close(race.fd);
+		close(srv);
+	}
+	close(l);
+	EXPECT_LT(0, rounds) TH_LOG("the owner never changed during a connect");
+
+	/* fchown() once the connection is up: charged to root */
+	PAIR(&cli, &srv);
+	EXPECT_EQ(0, fchown(cli, 65534, 65534));
+	EXPECT_EQ(0, fchown(srv, 65534, 65534));
+	ASSERT_EQ(2, xsend(cli, "up", 2, 0));
+	ASSERT_EQ(2, recv_upto(srv, buf, 2, SOON_MS));
+	close(cli);
+	close(srv);
+
+	/* fchown() before: nobody's, the accepted child like its listener */
+	l = LISTENER(4, &la);
+	EXPECT_EQ(0, fchown(l, 65534, 65534));
+	cli = NEW_SOCK(SOCK_STREAM);
+	EXPECT_EQ(0, fchown(cli, 65534, 65534));
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(2, xsend(cli, "be", 2, 0));
+	ASSERT_EQ(2, recv_upto(srv, buf, 2, SOON_MS));
+	if (self->smr)
+		nobody_held = smr_user_bytes(65534);
+	EXPECT_EQ(0, fchown(cli, 0, 0));
+	EXPECT_EQ(0, fchown(srv, 0, 0));
+	close(cli);
+	close(srv);
+	close(l);
+
+	if (!self->smr)
+		return;
+	/* both ends' rings, nobody's while they were open */
+	EXPECT_LT(0, nobody_held) TH_LOG("nobody's connection charged %lld", nobody_held);
+	EXPECT_EQ(0, smr_user_wait(65534, 0, 10000));
+	EXPECT_EQ(0, smr_user_wait(0, 0, 10000));
+}
+
+/* The cgroup v2 hierarchy (mounted at /sys/fs/cgroup if it is not): "" if none. */
+static const char *cgroup2_root(void)
+{
+	static char root[256];
+	char mnt[256], type[64];
+	FILE *f = fopen("/proc/self/mounts", "r");
+
+	if (f) {
+		while (fscanf(f, "%*s %255s %63s %*[^\n]", mnt, type) == 2) {
+			if (!strcmp(type, "cgroup2")) {
+				snprintf(root, sizeof(root), "%s", mnt);
+				fclose(f);
+				return root;
+			}
+		}
+		fclose(f);
+	}
+	if (mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL))
+		return "";
+	snprintf(root, sizeof(root), "/sys/fs/cgroup");
+	return root;
+}
+
+static int file_put(const char *dir, const char *name, const char *val)
+{
+	char path[512];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* A cgroup's memory.current, or memory.stat's @key: -1 if unreadable. */
+static long long memcg_read(const char *dir, const char *key)
+{
+	char path[512], k[64];
+	long long v, ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir,
+		 key ? "memory.stat" : "memory.current");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!key) {
+		if (fscanf(f, "%lld", &v) == 1)
+			ret = v;
+	} else {
+		while (fscanf(f, "%63s %lld", k, &v) == 2)
+			if (!strcmp(k, key))
+				ret = v;
+	}
+	fclose(f);
+	return ret;
+}
+
+#define MEMCG_CONNS	8
+/*
+ * SO_RCVBUF and SO_SNDBUF (the kernel doubles them, SMR rounds down):
+ * 256 KiB rings, a size no other case uses, so they are new ones.
+ */
+#define MEMCG_SOCKBUF	150000
+
+struct memcg_result {
+	long long rings;	/* rings of the connections, both ends */
+	long long ring;		/* their size */
+	long long allocated;	/* of those, new (buffers_allocated) */
+	long long reused;	/* taken from a pool (buffers_reused) */
+};
+
+/*
+ * The forked child: joins cgroup @dir, reports, waits for the word, opens
+ * MEMCG_CONNS connections to itself (listener and client sockets its
+ * own), reports what they took, waits, closes them and exits.
+ */
+static void memcg_child(const SELF *self, const char *dir, int in, int out)
+{
+	int l, fds[2 * MEMCG_CONNS], i, ret, af = self->af;
+	struct memcg_result res = {};
+	long long a0 = 0, a1 = 0, r0 = 0, r1 = 0;
+	struct sockaddr_storage to;
+	socklen_t len = self_addr(self, af, 0, &to);
+	struct smr_info info;
+	char pid[32], c;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
+	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
+	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
+	if (self->smr) {
+		CHILD_CHECK(!smr_stat_read("buffers_allocated", &a0), "stats");
+		CHILD_CHECK(!smr_stat_read("buffers_reused", &r0), "stats");
+	}
+	l = xsocket(self, af, SOCK_STREAM);
+	CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
+	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
+	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
+	CHILD_CHECK(xbind(l, &to, len) == 0, "bind");
+	CHILD_CHECK(xlisten(l, MEMCG_CONNS) == 0, "listen");
+	len = sizeof(to);
+	CHILD_CHECK(getsockname(l, SA(&to), &len) == 0, "getsockname");
+	for (i = 0; i < MEMCG_CONNS; i++) {
+		int *c2 = &fds[2 * i];
+
+		c2[0] = xsocket(self, af, SOCK_STREAM);
+		CHILD_CHECK(c2[0] >= 0, "socket");
+		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
+		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
+		ret = xconnect(c2[0], &to, af_len(af));
+		CHILD_CHECK(ret == 0, "connect: %s", strerror(-ret));
+		c2[1] = xaccept(l, 0);
+		CHILD_CHECK(c2[1] >= 0, "accept: %s", strerror(-c2[1]));
+		CHILD_CHECK(xsend(c2[0], "cg", 2, 0) == 2, "send");
+		CHILD_CHECK(recv_upto(c2[1], &c, 1, SOON_MS) == 1, "recv");
+	}
+	if (self->smr) {
+		for (i = 0; i < 2 * MEMCG_CONNS; i++) {
+			len = sizeof(info);
+			CHILD_CHECK(smr_info_get(fds[i], &info, &len) == 0, "SMR_INFO");
+			CHILD_CHECK(info.mode == SMR_MODE_RDMA, "socket %d: mode %u reason %u",
+				    i, info.mode, info.reason);
+			if (!res.ring)
+				res.ring = info.local_rmb_size;
+			CHILD_CHECK(info.local_rmb_size == res.ring &&
+				    info.sndbuf_size == res.ring,
+				    "socket %d: rings of %u and %u, not %lld", i,
+				    info.local_rmb_size, info.sndbuf_size, res.ring);
+			res.rings += 2;
+		}
+		CHILD_CHECK(!smr_stat_read("buffers_allocated", &a1), "stats");
+		CHILD_CHECK(!smr_stat_read("buffers_reused", &r1), "stats");
+	}
+	res.allocated = a1 - a0;
+	res.reused = r1 - r0;
+	CHILD_CHECK(write(out, &res, sizeof(res)) == sizeof(res), "pipe");
+	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
+	for (i = 0; i < 2 * MEMCG_CONNS; i++)
+		close(fds[i]);
+	close(l);
+	_exit(0);
+}
+
+/*
+ * Buffer memory is charged to the memory cgroup of the socket's owner
+ * (issue 10): a process in a cgroup v2 child group that holds
+ * MEMCG_CONNS connections in mode rdma (both ends its own, the accepted
+ * ones through its own listener) raises that group's memory.current and
+ * memory.stat "vmalloc" by at least the bytes of the rings it got new
+ * (RMB and send ring, both ends); they are allocated by a work item of
+ * the module's, in no cgroup of its own. TCP allocates no vmalloc for
+ * its connections: the group's vmalloc stays below one such ring.
+ */
+TEST_F(smr_api, buffers_charged_to_memcg)
+{
+	long long cur[3], vm[3], fresh;
+	int to_child[2], to_parent[2], ret;
+	struct memcg_result res = {};
+	ssize_t got = 0;
+	char dir[300];
+	const char *root;
+	pid_t pid;
+	char c;
+
+	root = cgroup2_root();
+	if (!*root)
+		SKIP(return, "no cgroup v2 hierarchy: %s", strerror(errno));
+	ret = file_put(root, "cgroup.subtree_control", "+memory");
+	if (ret)
+		SKIP(return, "no memory controller in %s: %s", root, strerror(-ret));
+	snprintf(dir, sizeof(dir), "%s/smr-api-memcg-%d-%d", root, getpid(),
+		 self->af);
+	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(to_child[1]);
+		close(to_parent[0]);
+		memcg_child(self, dir, to_child[0], to_parent[1]);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	ret = read(to_parent[0], &c, 1);
+	cur[0] = memcg_read(dir, NULL);
+	vm[0] = memcg_read(dir, "vmalloc");
+	if (ret == 1)
+		ret = write(to_child[1], "g", 1);
+	if (ret == 1)
+		got = read(to_parent[0], &res, sizeof(res));
+	cur[1] = memcg_read(dir, NULL);
+	vm[1] = memcg_read(dir, "vmalloc");
+	if (got == sizeof(res))
+		ret = write(to_child[1], "e", 1);
+	close(to_child[1]);
+	close(to_parent[0]);
+	EXPECT_EQ(0, wait_child(pid));
+	cur[2] = memcg_read(dir, NULL);
+	vm[2] = memcg_read(dir, "vmalloc");
+	/* an empty group goes; pooled rings keep their charge meanwhile */
+	EXPECT_EQ(0, rmdir(dir)) TH_LOG("rmdir %s: %m", dir);
+	ASSERT_EQ(sizeof(res), got);
+	ASSERT_LE(0, cur[0]);
+	ASSERT_LE(0, vm[0]) TH_LOG("no vmalloc in %s/memory.stat", dir);
+
+	fresh = res.allocated * res.ring;
+	TH_LOG("memory.current %lld -> %lld -> %lld, vmalloc %lld -> %lld -> %lld; %lld rings of %lld, %lld new, %lld from a pool",
+	       cur[0], cur[1], cur[2], vm[0], vm[1], vm[2], res.rings,
+	       res.ring, res.allocated, res.reused);
+	if (!self->smr) {
+		EXPECT_GT(MEMCG_SOCKBUF, vm[1] - vm[0]);
+		return;
+	}
+	EXPECT_EQ(res.rings, res.allocated + res.reused);
+	/* the RMBs at least are new: no other case uses their size */
+	EXPECT_LE(2 * MEMCG_CONNS, res.allocated);
+	EXPECT_LE(fresh, vm[1] - vm[0]);
+	EXPECT_LE(fresh, cur[1] - cur[0]);
 }
 
 TEST_HARNESS_MAIN

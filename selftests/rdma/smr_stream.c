@@ -83,6 +83,13 @@
  *   -C OFFSET    debug: connection 0 sends the byte at OFFSET of its stream
  *                flipped (its tx_hash still covers the true stream), to
  *                prove that the checks catch it
+ *   -A ADDR      client: bind to this source address (port 0) first
+ *   -r BYTES     SO_RCVBUF and SO_SNDBUF (the kernel doubles them) before
+ *                connect() or, for a server, listen(): its children
+ *                inherit them
+ *   -D FILE      server: accept nothing until FILE appears (connections
+ *                negotiate and wait, as for an application that does not
+ *                accept, e.g. a busy one)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -125,6 +132,9 @@ static struct {
 	const char *hold_file;
 	uint64_t hold_at;
 	int64_t corrupt_off;
+	const char *src_addr;
+	int sockbuf;
+	const char *defer_file;
 } opt = {
 	.bytes = 8u << 20, .seed = 1, .max_io = RS_MAX_IO_DEFAULT,
 	.fail_window_s = 30, .hold_at = 0, .corrupt_off = -1,
@@ -165,7 +175,7 @@ static void usage(void)
 		"usage: smr_stream server|client [-t smr|tcp] [-6] [-a ADDR] [-p PORT] [-n N]\n"
 		"       [-s BYTES] [-S SEED] [-m BYTES] [-M rdma|tcp|any] [-F] [-X FILE]\n"
 		"       [-W SECONDS] [-H FILE] [-h BYTES] [-R FILE] [-T SECONDS] [-B BACKLOG]\n"
-		"       [-U UID] [-C OFFSET]\n");
+		"       [-U UID] [-C OFFSET] [-A ADDR] [-r BYTES] [-D FILE]\n");
 	exit(2);
 }
 
@@ -749,6 +759,13 @@ static void check_files(void)
 	long long now = smr_now_ms();
 	int i;
 
+	/* -D: nothing was accepted yet, so nothing else needs the loop */
+	while (opt.defer_file && !file_exists(opt.defer_file) &&
+	       now < eng_deadline) {
+		usleep(50000);
+		now = smr_now_ms();
+	}
+	opt.defer_file = NULL;
 	if (now - last < 50)
 		return;
 	last = now;
@@ -785,6 +802,25 @@ static enum rs_expect parse_expect(const char *s)
 	return EXPECT_ANY;
 }
 
+/* Before connect() or bind(): -r's buffer sizes, a client's -A. */
+static void sock_prepare(int fd, bool listener)
+{
+	struct sockaddr_storage ss;
+	int len;
+
+	if (opt.sockbuf &&
+	    (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &opt.sockbuf, sizeof(opt.sockbuf)) ||
+	     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &opt.sockbuf, sizeof(opt.sockbuf))))
+		eng_die("setsockopt(SO_RCVBUF/SO_SNDBUF)");
+	if (listener || !opt.src_addr)
+		return;
+	len = smr_fill_addr(&ss, eng_opt.v6, opt.src_addr, 0);
+	if (len < 0)
+		usage();
+	if (bind(fd, (struct sockaddr *)&ss, len))
+		eng_die("bind(-A)");
+}
+
 static const struct eng_tool rs_tool = {
 	.name = "smr_stream",
 	.conn_size = sizeof(struct rs_conn),
@@ -793,6 +829,7 @@ static const struct eng_tool rs_tool = {
 	.usage = usage,
 	.init = conn_init,
 	.tick = check_files,
+	.prepare = sock_prepare,
 	.ready = conn_ready,
 	.step = conn_event,
 	.report = conn_report,
@@ -808,7 +845,7 @@ int main(int argc, char **argv)
 	eng_opt.port = 6000;
 	eng_opt.timeout_s = 300;
 	opt.expect = env && *env ? parse_expect(env) : EXPECT_RDMA;
-	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:")) != -1) {
+	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:A:r:D:")) != -1) {
 		switch (c) {
 		case 's':
 			opt.bytes = eng_parse_u64(optarg);
@@ -842,6 +879,15 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			opt.corrupt_off = eng_parse_u64(optarg);
+			break;
+		case 'A':
+			opt.src_addr = optarg;
+			break;
+		case 'r':
+			opt.sockbuf = eng_parse_u64(optarg);
+			break;
+		case 'D':
+			opt.defer_file = optarg;
 			break;
 		default:
 			if (!eng_parse_opt(c, optarg))

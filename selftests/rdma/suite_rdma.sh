@@ -12,6 +12,8 @@
 #
 # links runs first: it needs a peer that no connection has linked to yet;
 # then the rest in TAP order (rxe reads the counters around integrity).
+# unaccepted and pool let every link idle out first (and after), so that
+# B's pinned bytes are theirs alone.
 #
 # Environment (selftests/rdma/bed.sh has the bed's): SMR_RDMA_CONNS (100),
 # SMR_RDMA_BYTES (bytes each way per IPv4 connection, 1 MiB),
@@ -25,6 +27,8 @@ suite_tests=(
 	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
 	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
 	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
+	"unaccepted|a client on A floods a B listener whose application does not accept with 48 connections from one address (B's net.smr.mem_max 20 MiB, mem_unaccepted_peer_max 4 MiB): the flood holds at most 4 MiB of B's buffers, its excess falls back (peer_reason no_memory, buffers_unaccepted_peer_limit); a connection from A's second address to the same listener and one held open meanwhile run in mode rdma, streams intact"
+	"pool|net.smr.mem_pool_max 2 MiB and mem_pool_link_max 1 MiB on both hosts: once 32 connections of four buffer sizes (7.5 MiB a host) closed, each host's one link keeps at most 1 MiB pinned in its idle pool, the excess was freed (buffers_pool_full)"
 	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host; 10 after they closed allocate nothing and re-register only their RMBs"
 	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
 	"rmmod|rmmod smr refused with a socket open, which still works; after close the refcnt drops, rmmod succeeds, no rdma res of smr, no kmemleak of smr"
@@ -38,6 +42,18 @@ bytes6=${SMR_RDMA_BYTES6:-$bytes4}
 corrupt=${SMR_RDMA_CORRUPT:-}
 # links: bytes each way on the held connections
 links_bytes=262144
+# unaccepted: connections of the flood; SO_RCVBUF/SO_SNDBUF 128 KiB, so
+# 256 KiB rings, 512 KiB a connection on B; B's limits during the case
+unacc_flood=48
+unacc_sockbuf=131072
+unacc_conn_bytes=524288
+unacc_mem_max=20971520
+unacc_peer_max=4194304
+unacc_max=12582912
+unacc_src=192.0.2.11
+# pool: the bounds set on both hosts
+pool_max=2097152
+pool_link_max=1048576
 # loss: connections, and how long they may live once the link is gone
 loss_conns=4
 loss_window=30
@@ -151,16 +167,23 @@ case_links() {
 }
 
 # links_drained SECONDS: wait until no connection is attached to a link on
-# either host (closed sockets hand their buffers back to the pool).
+# either host (closed sockets hand their buffers back to the pool), however
+# many links there are (none included).
 links_drained() {
-	local i
-	for ((i = 0; i < $1 * 2; i++)); do
-		snap drain
-		[ "$(rdma_links_conns "$work/drain.a.links")" = 0 ] &&
-			[ "$(rdma_links_conns "$work/drain.b.links")" = 0 ] && return 0
+	local until=$((SECONDS + $1))
+	while :; do
+		rdma_links >"$work/drain.a.links"
+		b_call links >"$work/drain.b.links"
+		[ "$(links_conns_sum "$work/drain.a.links")" = 0 ] &&
+			[ "$(links_conns_sum "$work/drain.b.links")" = 0 ] && return 0
+		[ "$SECONDS" -lt "$until" ] || return 1
 		sleep 0.5
 	done
-	return 1
+}
+
+# links_conns_sum FILE: the CONNS of every link in a saved links file.
+links_conns_sum() {
+	awk 'NR > 1 && NF >= 7 { n += $7 } END { print n + 0 }' "$1"
 }
 
 # integrity (and rxe around it): 100 IPv4 connections and a smaller IPv6
@@ -428,6 +451,236 @@ case_usermem() {
 	r=$(sysctl -n net.smr.mem_user_max)
 	sysctl -qw net.smr.mem_user_max="$saved"
 	ck "A net.smr.mem_user_max read back" "$r" eq 1048576
+	t_end
+}
+
+# b_sysctl_get KEY: B's value of KEY, "missing" if it has no such sysctl.
+b_sysctl_get() {
+	sysctl -n "$1" 2>/dev/null || echo missing
+}
+
+# sysctl_both KEY VALUE: set KEY on A and B (a missing one fails the case).
+sysctl_both() {
+	local r
+	sysctl -qw "net.smr.$1=$2" || t_fail "A: cannot set net.smr.$1"
+	r=$(b_call sysctl "net.smr.$1=$2")
+	[ "$r" = "net.smr.$1 = $2" ] || t_fail "B: cannot set net.smr.$1: $r"
+}
+
+# links_idle_out: no connection attached anywhere, every link on both
+# hosts idles out (their pools go with them), then the idle timeout is
+# back to what it was. A link idle already keeps the timeout it was given
+# (30 s): false if they were not all gone within 45 s.
+links_idle_out() {
+	local saved until gone=1
+	links_drained 60 || t_diag "connections still attached before the links idle out"
+	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=100
+	b_call sysctl net.smr.link_idle_timeout_ms=100 >/dev/null
+	until=$((SECONDS + 45))
+	while :; do
+		gone=1
+		[ "$(rdma_links_count)" = 0 ] || gone=0
+		[ "$gone" = 0 ] || [ "$(b_call links | rdma_links_count -)" = 0 ] || gone=0
+		if [ "$gone" = 1 ] || [ "$SECONDS" -ge "$until" ]; then
+			break
+		fi
+		sleep 0.2
+	done
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
+	b_call sysctl "net.smr.link_idle_timeout_ms=$saved" >/dev/null
+	[ "$gone" = 1 ]
+}
+
+# stat_of TAG HOST NAME: NAME in snapshot TAG of HOST (a|b).
+stat_of() {
+	rdma_kv "$work/$1.$2.stats" "$3"
+}
+
+# server_part NAME PART: the lines of B's server NAME whose client is in
+# $work/PART.client (by port), with its summary and rc, as
+# $work/PART.server: one server, several clients, each pair_check'd.
+server_part() {
+	awk 'FNR == 1 { f++ }
+		f == 1 && /^conn / { for (i = 2; i <= NF; i++) if ($i ~ /^lport=/) want[substr($i, 7)] = 1 }
+		f == 2 && /^conn / { for (i = 2; i <= NF; i++) if ($i ~ /^rport=/ && (substr($i, 7) in want)) print }
+		f == 2 && /^(summary |rc=)/ { print }' \
+		"$work/$2.client" "$work/$1.server" >"$work/$2.server"
+	cp "$work/$2.server" "$out/conns/"
+}
+
+# unaccepted: issue 10's pre-accept exhaustion. B's server accepts nothing
+# until told (smr_stream -D): its children negotiate and wait, holding
+# their buffers. A floods it from its own address with connections held
+# at their first byte; then a second address of A connects to the same
+# listener, while a connection to another listener is held open from it.
+# B's limits for the case: mem_max 20 MiB (the flood alone, at 512 KiB a
+# connection, would take it all), mem_unaccepted_peer_max 4 MiB (8 of the
+# flood), mem_unaccepted_max 12 MiB. Once everything was checked the
+# server accepts, every stream runs, and both ends' lines are compared.
+case_unaccepted() {
+	local dev rel=$work/unacc.release k v r n_rdma n_nomem n_other
+	local pin_pre pin_mid pin_post unacc_mid lim saved=() pid_hold='' pid_flood pid_legit
+	local keys=(mem_max mem_unaccepted_peer_max mem_unaccepted_max)
+	local vals=("$unacc_mem_max" "$unacc_peer_max" "$unacc_max")
+	t_begin unaccepted
+	if [ "$expect" = tcp ]; then
+		t_note "no buffers in mode tcp: nothing to hold"
+		t_end
+		return
+	fi
+	rm -f "$rel" "$work/unacc_hold.release"
+	dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
+	if ! ip addr add "$unacc_src/24" dev "$dev"; then
+		t_fail "A: cannot add $unacc_src to $dev"
+		t_end
+		return
+	fi
+	# B's pools from the cases before go: its pinned bytes are the flood's
+	links_idle_out || t_fail "links did not idle out within 45 s before the flood"
+	for k in "${!keys[@]}"; do
+		saved[k]=$(b_call sysctl_get "net.smr.${keys[k]}")
+		r=$(b_call sysctl "net.smr.${keys[k]}=${vals[k]}")
+		[ "$r" = "net.smr.${keys[k]} = ${vals[k]}" ] ||
+			t_fail "B: cannot set net.smr.${keys[k]}: ${r:-no answer} (was ${saved[k]})"
+	done
+	snap unacc.pre
+	pin_pre=$(stat_of unacc.pre b buffer_bytes_pinned)
+
+	# a legitimate connection from the second address, held open (on
+	# another listener, which accepts) through the flood
+	if serve unacc_hold -p 6161 -n 1 -s 1048576 -r "$unacc_sockbuf" -T 300; then
+		client_bg_ready unacc_hold 90 "the held connection was not through its first 256 KiB" \
+			-a "$peer" -A "$unacc_src" -p 6161 -n 1 -s 1048576 -h 262144 \
+			-r "$unacc_sockbuf" -H "$work/unacc_hold.release" -T 300
+		pid_hold=$bg_pid
+	fi
+	# the flood: connections held before their first byte, never accepted
+	serve unacc -p 6160 -n $((unacc_flood + 1)) -s 16384 -r "$unacc_sockbuf" \
+		-D /tmp/rdma-b/unacc.trigger -M any -T 300 || { t_end; return; }
+	client_bg_ready unacc_flood 180 "the flood's $unacc_flood connections were not all connected" \
+		-a "$peer" -p 6160 -n "$unacc_flood" -s 16384 -h 0 -H "$rel" \
+		-r "$unacc_sockbuf" -M any -T 300
+	pid_flood=$bg_pid
+	# then another client's connection to the same listener
+	client_bg_ready unacc_legit 90 "the second address's connection did not connect" \
+		-a "$peer" -A "$unacc_src" -p 6160 -n 1 -s 16384 -h 0 -H "$rel" \
+		-r "$unacc_sockbuf" -M rdma -T 300
+	pid_legit=$bg_pid
+	snap unacc.mid
+	pin_mid=$(stat_of unacc.mid b buffer_bytes_pinned)
+	unacc_mid=$(stat_of unacc.mid b buffer_bytes_unaccepted)
+	t_diag "B while the flood waits: $(grep -E '^buffer_bytes_' "$work/unacc.mid.b.stats" | tr '\n' ' ')"
+
+	# the server accepts now; every stream runs
+	b_call trigger unacc >/dev/null
+	: >"$rel"
+	: >"$work/unacc_hold.release"
+	client_bg_wait "$pid_flood" unacc_flood
+	client_bg_wait "$pid_legit" unacc_legit
+	[ -z "${pid_hold:-}" ] || client_bg_wait "$pid_hold" unacc_hold
+	server_result unacc 120
+	server_part unacc unacc_flood
+	server_part unacc unacc_legit
+	pair_check unacc_flood "$unacc_flood" 16384
+	pair_check unacc_legit 1 16384
+	[ -z "${pid_hold:-}" ] || { server_result unacc_hold 60; pair_check unacc_hold 1 1048576; }
+	links_drained 60 || t_fail "connections still attached 60 s after the case"
+	snap unacc.post
+	pin_post=$(stat_of unacc.post b buffer_bytes_pinned)
+
+	n_rdma=$(grep -c '^conn .* mode=rdma ' "$work/unacc_flood.client")
+	n_nomem=$(grep -c '^conn .* mode=tcp reason=peer_declined peer_reason=no_memory ' "$work/unacc_flood.client")
+	n_other=$((unacc_flood - n_rdma - n_nomem))
+	ck "flood: connections in mode rdma" "$n_rdma" ge 1
+	ck "flood: connections in mode rdma, at most mem_unaccepted_peer_max's worth" \
+		"$n_rdma" le $((unacc_peer_max / unacc_conn_bytes))
+	ck "flood: connections in neither (rdma, or B declined for memory)" "$n_other" eq 0
+	lim=$(delta unacc.pre unacc.mid b buffers_unaccepted_peer_limit)
+	ck "B buffers_unaccepted_peer_limit = the flood's refused connections" "$lim" eq "$n_nomem"
+	ck "B buffers_mem_limit over the flood" "$(delta unacc.pre unacc.mid b buffers_mem_limit)" eq 0
+	ck "B buffer_bytes_unaccepted while the flood waits (the flood's, and the second address's)" \
+		"$unacc_mid" le $((unacc_peer_max + unacc_conn_bytes))
+	ck "B buffer_bytes_pinned added while the flood waits" \
+		"$((pin_mid - pin_pre))" le $((unacc_peer_max + 2 * unacc_conn_bytes))
+	ck "B buffer_bytes_unaccepted once all closed" "$(stat_of unacc.post b buffer_bytes_unaccepted)" eq 0
+	ck "B buffer_bytes_charged once all closed" "$(stat_of unacc.post b buffer_bytes_charged)" eq 0
+	ck "A buffer_bytes_charged once all closed" "$(stat_of unacc.post a buffer_bytes_charged)" eq 0
+	t_note "flood of $unacc_flood: $n_rdma in mode rdma, $n_nomem declined by B (no_memory); B pinned before/during/after the close: $pin_pre/$pin_mid/$pin_post bytes (after: pooled), unaccepted during $unacc_mid"
+
+	for k in "${!keys[@]}"; do
+		[ "${saved[k]}" = missing ] || b_call sysctl "net.smr.${keys[k]}=${saved[k]}" >/dev/null
+	done
+	links_idle_out || t_fail "links did not idle out within 45 s after the case"
+	snap_stats unacc.end
+	ck "B buffer_bytes_pinned once the links idled out" "$(stat_of unacc.end b buffer_bytes_pinned)" eq 0
+	t_note "B pinned once the links idled out: $(stat_of unacc.end b buffer_bytes_pinned)"
+	ip addr del "$unacc_src/24" dev "$dev"
+	t_end
+}
+
+# pool: what idle pools keep is bounded: net.smr.mem_pool_max (all pools)
+# and mem_pool_link_max (one link's) at 2 MiB and 1 MiB on both hosts;
+# 32 connections of four buffer sizes (SO_RCVBUF/SO_SNDBUF 16..128 KiB:
+# rings of 32..256 KiB) open together and close; once they are gone, no
+# host has more than 1 MiB pinned (its one link's pool), the rest was
+# freed (buffers_pool_full). (The links case checks reuse.)
+case_pool() {
+	local sz i pids=() h pinned pooled saved_a=() saved_b=() k until
+	local keys=(mem_pool_max mem_pool_link_max) vals=("$pool_max" "$pool_link_max")
+	t_begin pool
+	if [ "$expect" = tcp ]; then
+		t_note "no buffers in mode tcp: nothing to pool"
+		t_end
+		return
+	fi
+	# the pools of the cases before go with their links
+	links_idle_out || t_fail "links did not idle out within 45 s"
+	for k in "${!keys[@]}"; do
+		saved_a[k]=$(sysctl -n "net.smr.${keys[k]}" 2>/dev/null || echo missing)
+		saved_b[k]=$(b_call sysctl_get "net.smr.${keys[k]}")
+		sysctl_both "${keys[k]}" "${vals[k]}"
+	done
+	snap pool.pre
+	i=0
+	for sz in 16384 32768 65536 131072; do
+		i=$((i + 1))
+		serve "pool$i" -p $((6170 + i)) -n 8 -s 65536 -r "$sz" -T 300 || continue
+		client_bg "pool$i" -a "$peer" -p $((6170 + i)) -n 8 -s 65536 -r "$sz" -T 300
+		pids+=("$bg_pid")
+	done
+	for i in "${!pids[@]}"; do
+		client_bg_wait "${pids[i]}" "pool$((i + 1))"
+		server_result "pool$((i + 1))" 60
+		pair_check "pool$((i + 1))" 8 65536
+	done
+	links_drained 60 || t_fail "connections still attached 60 s after they closed"
+	# what the pools could not keep is freed by a work item: a moment
+	until=$((SECONDS + 10))
+	while :; do
+		snap_stats pool.mid
+		[ "$(stat_of pool.mid a buffer_bytes_pinned)" -le "$pool_link_max" ] 2>/dev/null &&
+			[ "$(stat_of pool.mid b buffer_bytes_pinned)" -le "$pool_link_max" ] 2>/dev/null && break
+		[ "$SECONDS" -lt "$until" ] || break
+		sleep 0.2
+	done
+	for h in a b; do
+		pinned=$(stat_of pool.mid $h buffer_bytes_pinned)
+		pooled=$(stat_of pool.mid $h buffer_bytes_pooled)
+		ck "${h^^}: buffer_bytes_pinned with every connection gone (one link)" "$pinned" le "$pool_link_max"
+		ck "${h^^}: buffer_bytes_pooled (one link)" "$pooled" le "$pool_link_max"
+		ck "${h^^}: buffer_bytes_pooled, something kept" "$pooled" gt 0
+		ck "${h^^}: buffer_bytes_pooled = pinned (no connection holds any)" "$pooled" eq "$pinned"
+		ck "${h^^}: buffers_pool_full over the 32 connections" \
+			"$(delta pool.pre pool.mid $h buffers_pool_full)" gt 0
+		ck "${h^^}: buffer_bytes_charged with every connection gone" \
+			"$(stat_of pool.mid $h buffer_bytes_charged)" eq 0
+	done
+	t_note "idle pools after 32 connections of 4 sizes closed: A $(stat_of pool.mid a buffer_bytes_pooled) B $(stat_of pool.mid b buffer_bytes_pooled) bytes (bound $pool_max); freed instead of pooled: A $(delta pool.pre pool.mid a buffers_pool_full) B $(delta pool.pre pool.mid b buffers_pool_full)"
+	for k in "${!keys[@]}"; do
+		[ "${saved_a[k]}" = missing ] || sysctl -qw "net.smr.${keys[k]}=${saved_a[k]}"
+		[ "${saved_b[k]}" = missing ] || b_call sysctl "net.smr.${keys[k]}=${saved_b[k]}" >/dev/null
+	done
 	t_end
 }
 
