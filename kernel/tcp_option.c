@@ -69,10 +69,16 @@
  * it has records; it walks the age list oldest first in batches of
  * SMR_NEGOT_GC_BATCH records, dropping the lock (and so BH) and
  * rescheduling between batches; a record that still has its socket goes
- * to the list's tail with a fresh age, so each run ends. Namespace exit
- * unregisters the hooks (which waits for running ones), cancels the GC and
- * frees every record; sockets hold their namespace, so none can take a
- * record then.
+ * to the list's tail with a fresh age, so each run ends.
+ *
+ * Namespace exit: the pernet pre_exit unregisters the hooks, which does
+ * not wait for hooks still running (netfilter frees its entries after an
+ * RCU grace period); the namespace core then waits a grace period
+ * (cleanup_net(), unregister_pernet_subsys()) before any exit runs, and
+ * hooks run under the RCU read lock: by the pernet exit none runs, so
+ * none can make a record or arm the GC, and the exit cancels the GC and
+ * frees every record and the table. Sockets hold their namespace, so
+ * none can take a record then.
  */
 #include <linux/hashtable.h>
 #include <linux/ip.h>
@@ -969,22 +975,31 @@ static int __net_init smr_option_net_init(struct net *net)
 	return err;
 }
 
-/* No hook runs once they are unregistered, so nothing arms the GC again. */
+/*
+ * New hooks stop here; those running may still make a record or arm the GC
+ * until the grace period the namespace core waits before the exit below.
+ */
+static void __net_exit smr_option_net_pre_exit(struct net *net)
+{
+	nf_unregister_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
+}
+
+/* A grace period after the pre_exit: no hook runs, none arms the GC. */
 static void __net_exit smr_option_net_exit(struct net *net)
 {
 	struct smr_negot_net *nn = smr_negot_net(net);
 
-	nf_unregister_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
 	cancel_delayed_work_sync(&nn->gc_work);
 	smr_negot_flush(nn);
 	kvfree(nn->table);
 }
 
 static struct pernet_operations smr_option_net_ops = {
-	.init	= smr_option_net_init,
-	.exit	= smr_option_net_exit,
-	.id	= &smr_negot_net_id,
-	.size	= sizeof(struct smr_negot_net),
+	.init		= smr_option_net_init,
+	.pre_exit	= smr_option_net_pre_exit,
+	.exit		= smr_option_net_exit,
+	.id		= &smr_negot_net_id,
+	.size		= sizeof(struct smr_negot_net),
 };
 
 int smr_option_init(void)
