@@ -26,13 +26,26 @@
  *   offers ("offer" records). A flood at a namespace's listeners never
  *   touches its clients, nor any other namespace.
  * - Answer records of one listener: at most 2 x (backlog + 1), its
- *   listen() backlog being the inner TCP listener's sk_max_ack_backlog.
- *   TCP itself keeps no more than backlog + 1 request socks (beyond that
- *   it sends SYN cookies, which SMR answers with a fallback anyway) and
- *   backlog + 1 established children not yet taken off its queue, and a
- *   record lives from the SYN until SMR takes that child: so a listener
- *   that TCP would serve normally never runs out, and a SYN flood at one
- *   listener stops at its own bound.
+ *   listen() backlog being the inner TCP listener's sk_max_ack_backlog,
+ *   and at most an eighth of the answer share (SMR_NEGOT_LISTENER_DIV;
+ *   never fewer than SMR_NEGOT_LISTENER_FLOOR for that): a flood at one
+ *   listener leaves the others most of the share.
+ *   TCP itself keeps no more than backlog + 1 request socks and backlog +
+ *   1 established children not yet taken off its queue, and a record lives
+ *   from the SYN until SMR takes that child; a record is made only for a
+ *   SYN TCP will keep a request sock for (as tcp_conn_request() decides:
+ *   its SYN queue and accept queue not full), so a flood of forged SYNs
+ *   holds no more records than TCP holds request socks. A SYN TCP answers
+ *   with a cookie then gets no answer either (the client falls back,
+ *   peer_no_smr) unless the namespace always sends cookies
+ *   (tcp_syncookies=2): then the record is made so that the SYN-ACK can
+ *   say so, and lives until the cookie's ACK or the GC.
+ * - Each listener may make its first SMR_NEGOT_LISTENER_FLOOR records (up
+ *   to its own bound) even when the answer share is used up: a flood at
+ *   many listeners, filling the share, leaves every other listener that
+ *   many connections negotiating at once. The namespace then holds at
+ *   most that many records more per listener, which its owner already
+ *   pays a socket for.
  * - Offer records of one user (the uid owning the SMR socket): at most a
  *   quarter of the namespace's records (half of the offer share), so one
  *   user's SYN_SENT sockets always leave the others half of it.
@@ -112,6 +125,10 @@
 /* per namespace: 1024 buckets (8 KiB), some 16 records a chain when full */
 #define SMR_NEGOT_HASH_BITS	10
 #define SMR_NEGOT_OWNER_BITS	6
+/* one listener's answer records: at most this fraction of the share */
+#define SMR_NEGOT_LISTENER_DIV	8
+/* records a listener may make even with the answer share used up */
+#define SMR_NEGOT_LISTENER_FLOOR 32
 #define SMR_NEGOT_MIN_AGE	(10 * HZ)
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
 /* records the GC handles per hold of the lock (BH off) */
@@ -168,6 +185,8 @@ struct smr_negot_net {
 struct smr_negot_quota {
 	unsigned long		key;
 	unsigned int		max;
+	/* of @max, how many even when the namespace's share is used up */
+	unsigned int		floor;
 };
 
 static unsigned int smr_negot_net_id __read_mostly;
@@ -323,8 +342,9 @@ static void smr_negot_unlink(struct smr_negot_net *nn, struct smr_negot *n)
 /*
  * Record what a hook saw for @key, charged to @q's owner. An existing record
  * of the same role (a retransmitted SYN) is updated in place. Returns 0,
- * -ENOSPC (the namespace's share for this role is used up), -EDQUOT (the
- * owner's is) or -ENOMEM: the caller then neither offers nor answers.
+ * -ENOSPC (the namespace's share for this role is used up and the owner
+ * holds its floor), -EDQUOT (the owner's share is used up) or -ENOMEM: the
+ * caller then neither offers nor answers.
  */
 static int smr_negot_record(struct smr_negot_net *nn,
 			    const struct smr_tuple *key, u8 role, u32 nonce,
@@ -334,6 +354,7 @@ static int smr_negot_record(struct smr_negot_net *nn,
 	enum smr_negot_pool pool = smr_negot_pool_of(role);
 	struct smr_negot_owner *o;
 	struct smr_negot *n;
+	bool full;
 	int err = 0;
 
 	spin_lock_bh(&nn->lock);
@@ -345,7 +366,8 @@ static int smr_negot_record(struct smr_negot_net *nn,
 	}
 	if (n)		/* the 4-tuple changed sides: start afresh */
 		smr_negot_unlink(nn, n);
-	if (nn->count[pool] >= smr_negot_pool_max()) {
+	full = nn->count[pool] >= smr_negot_pool_max();
+	if (full && !q->floor) {
 		err = -ENOSPC;
 		goto out;
 	}
@@ -356,6 +378,10 @@ static int smr_negot_record(struct smr_negot_net *nn,
 	}
 	if (o->count >= q->max) {
 		err = -EDQUOT;
+		goto out_owner;
+	}
+	if (full && o->count >= q->floor) {
+		err = -ENOSPC;
 		goto out_owner;
 	}
 	n = kzalloc(sizeof(*n), SMR_NEGOT_GFP);
@@ -749,6 +775,7 @@ static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	/* one user may hold half of the offer share */
 	q.key = __kuid_val(sock_net_uid(net, &smr->sk));
 	q.max = smr_negot_pool_max() / 2;
+	q.floor = 0;
 	/* the record must exist before the SYN can be answered */
 	err = smr_negot_record(smr_negot_net(net), &p->tuple,
 			       SMR_OPT_ROLE_OFFER, opt.nonce, result,
@@ -846,6 +873,20 @@ static struct sock *smr_syn_smr_listener(struct sk_buff *skb, u8 family,
 }
 
 /*
+ * Will TCP keep a request sock for this SYN to @lsk? Not when its accept
+ * queue is full (dropped), nor when its SYN queue is (a cookie or a drop),
+ * as tcp_conn_request() decides; with tcp_syncookies=2 every SYN gets a
+ * cookie, and the record then lets the SYN-ACK say so (see "Bounds").
+ */
+static bool smr_syn_gets_reqsk(const struct sock *lsk, const struct net *net)
+{
+	if (sk_acceptq_is_full(lsk))
+		return false;
+	return !inet_csk_reqsk_queue_is_full(lsk) ||
+	       READ_ONCE(net->ipv4.sysctl_tcp_syncookies) == 2;
+}
+
+/*
  * An offer reached an SMR listener: record it, within the listener's and
  * the namespace's bounds (see "Bounds"), or count the refusal; the SYN-ACK
  * answers only what was recorded.
@@ -856,16 +897,26 @@ static void smr_in_syn(struct sk_buff *skb, const struct smr_pkt *p,
 {
 	bool v4 = state->pf == NFPROTO_IPV4;
 	struct smr_negot_quota q;
+	unsigned int share;
 	struct sock *lsk;
 	u64 max;
 
 	lsk = smr_syn_smr_listener(skb, state->pf, p, state);
 	if (!lsk)
 		return;
+	if (!smr_syn_gets_reqsk(lsk, state->net)) {
+		smr_stat_inc(state->net, SMR_STAT_NEGOT_REFUSED_LISTEN);
+		return;
+	}
 	/* what TCP may hold: request socks and children, backlog + 1 each */
 	max = 2 * ((u64)READ_ONCE(lsk->sk_max_ack_backlog) + 1);
+	/* and a fraction of the share, so that others keep the rest */
+	share = max_t(unsigned int,
+		      smr_negot_pool_max() / SMR_NEGOT_LISTENER_DIV,
+		      SMR_NEGOT_LISTENER_FLOOR);
 	q.key = (unsigned long)lsk;
-	q.max = min_t(u64, max, UINT_MAX);
+	q.max = min_t(u64, max, share);
+	q.floor = min_t(unsigned int, q.max, SMR_NEGOT_LISTENER_FLOOR);
 	if (smr_negot_record(smr_negot_net(state->net), &p->tuple,
 			     SMR_OPT_ROLE_ANSWER, opt->nonce,
 			     SMR_NEGOT_OFFERED,
