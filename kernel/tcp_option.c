@@ -51,8 +51,16 @@
  *   user's SYN_SENT sockets always leave the others half of it.
  * The bound is checked when a record would be made; a record found for
  * the same 4-tuple (a retransmitted SYN) is updated in place at no cost.
- * A record made in connect() (the first SYN) is also charged to the
- * caller's memory cgroup.
+ *
+ * Memory: a record (and its owner entry) is charged to the memory cgroup
+ * of the socket it is made for, the connecting inner TCP sock or the
+ * listener, the one TCP charges that socket's buffers to (sk_memcg), in
+ * softirq too (set_active_memcg()): a container flooding its own
+ * listeners pays for their records. A namespace's record table is
+ * charged to whoever creates the namespace. A socket with no memory
+ * cgroup of its own (the root's, or cgroup v1 without TCP accounting) has
+ * its answer records charged to no one, its offer records to the caller
+ * of connect() for the first SYN.
  *
  * Over a bound, the decision is per connection: a listener keeps no
  * record and so sends no answer (the client falls back, peer_no_smr; the
@@ -69,7 +77,8 @@
  * nothing is read outside it, so records and owners are freed at once
  * when unlinked (no RCU). Hooks run in softirq or process context, under
  * the RCU read lock of the netfilter core, which keeps the listener they
- * look up alive; that listener's address only serves as the key of its
+ * look up alive, and with it its memory cgroup (a listener releases it
+ * only when freed); that listener's address only serves as the key of its
  * owner entry, never dereferenced later. The offer hook
  * holds the inner sock's sk_callback_lock (read) while it reads and may
  * clear the owner's syn_nonce, so the SMR socket cannot go meanwhile
@@ -101,6 +110,7 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/workqueue.h>
@@ -133,10 +143,7 @@
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
 /* records the GC handles per hold of the lock (BH off) */
 #define SMR_NEGOT_GC_BATCH	64
-/*
- * Records of a SYN sent from connect() are charged to the caller's memory
- * cgroup; those made in softirq (received SYNs, retransmissions) to none.
- */
+/* records are charged to a memory cgroup (see "Memory") */
 #define SMR_NEGOT_GFP		(GFP_ATOMIC | __GFP_ACCOUNT)
 
 /* The two shares of a namespace's records, by who made the offer. */
@@ -181,12 +188,13 @@ struct smr_negot_net {
 	struct net		*net;		/* ours; no reference needed */
 };
 
-/* Who may make a record, and how many it may hold. */
+/* Who may make a record, how many it may hold, who pays for them. */
 struct smr_negot_quota {
 	unsigned long		key;
 	unsigned int		max;
 	/* of @max, how many even when the namespace's share is used up */
 	unsigned int		floor;
+	struct mem_cgroup	*memcg;	/* charged; NULL: the current task's */
 };
 
 static unsigned int smr_negot_net_id __read_mostly;
@@ -295,19 +303,37 @@ static u32 smr_negot_owner_hash(enum smr_negot_pool pool, unsigned long key)
 			    smr_negot_seed);
 }
 
-/* The owner entry of @key in @pool, made if there is none; NULL: no memory. */
-static struct smr_negot_owner *smr_negot_owner_get(struct smr_negot_net *nn,
-						   enum smr_negot_pool pool,
-						   unsigned long key)
+/*
+ * A record or owner entry, charged to @q's memory cgroup: in softirq the
+ * current task is nobody's, so the cgroup is named (see "Memory").
+ */
+static void *smr_negot_zalloc(size_t size, const struct smr_negot_quota *q)
 {
-	u32 hash = smr_negot_owner_hash(pool, key);
+	struct mem_cgroup *old;
+	void *p;
+
+	if (!q->memcg)
+		return kzalloc(size, SMR_NEGOT_GFP);
+	old = set_active_memcg(q->memcg);
+	p = kzalloc(size, SMR_NEGOT_GFP);
+	set_active_memcg(old);
+	return p;
+}
+
+/* The owner entry of @q's key in @pool, made if there is none; NULL: no memory. */
+static struct smr_negot_owner *
+smr_negot_owner_get(struct smr_negot_net *nn, enum smr_negot_pool pool,
+		    const struct smr_negot_quota *q)
+{
+	u32 hash = smr_negot_owner_hash(pool, q->key);
+	unsigned long key = q->key;
 	struct smr_negot_owner *o;
 
 	lockdep_assert_held(&nn->lock);
 	hash_for_each_possible(nn->owners, o, node, hash)
 		if (o->key == key && o->pool == pool)
 			return o;
-	o = kzalloc(sizeof(*o), SMR_NEGOT_GFP);
+	o = smr_negot_zalloc(sizeof(*o), q);
 	if (!o)
 		return NULL;
 	o->key = key;
@@ -371,7 +397,7 @@ static int smr_negot_record(struct smr_negot_net *nn,
 		err = -ENOSPC;
 		goto out;
 	}
-	o = smr_negot_owner_get(nn, pool, q->key);
+	o = smr_negot_owner_get(nn, pool, q);
 	if (!o) {
 		err = -ENOMEM;
 		goto out;
@@ -384,7 +410,7 @@ static int smr_negot_record(struct smr_negot_net *nn,
 		err = -ENOSPC;
 		goto out_owner;
 	}
-	n = kzalloc(sizeof(*n), SMR_NEGOT_GFP);
+	n = smr_negot_zalloc(sizeof(*n), q);
 	if (!n) {
 		err = -ENOMEM;
 		goto out_owner;
@@ -776,6 +802,7 @@ static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	q.key = __kuid_val(sock_net_uid(net, &smr->sk));
 	q.max = smr_negot_pool_max() / 2;
 	q.floor = 0;
+	q.memcg = READ_ONCE(sk->sk_memcg);
 	/* the record must exist before the SYN can be answered */
 	err = smr_negot_record(smr_negot_net(net), &p->tuple,
 			       SMR_OPT_ROLE_OFFER, opt.nonce, result,
@@ -917,6 +944,7 @@ static void smr_in_syn(struct sk_buff *skb, const struct smr_pkt *p,
 	q.key = (unsigned long)lsk;
 	q.max = min_t(u64, max, share);
 	q.floor = min_t(unsigned int, q.max, SMR_NEGOT_LISTENER_FLOOR);
+	q.memcg = READ_ONCE(lsk->sk_memcg);
 	if (smr_negot_record(smr_negot_net(state->net), &p->tuple,
 			     SMR_OPT_ROLE_ANSWER, opt->nonce,
 			     SMR_NEGOT_OFFERED,
@@ -1011,8 +1039,9 @@ static int __net_init smr_option_net_init(struct net *net)
 	struct smr_negot_net *nn = smr_negot_net(net);
 	int err;
 
+	/* charged to the namespace's creator (see "Memory") */
 	nn->table = kvcalloc(1 << SMR_NEGOT_HASH_BITS, sizeof(*nn->table),
-			     GFP_KERNEL);
+			     GFP_KERNEL_ACCOUNT);
 	if (!nn->table)
 		return -ENOMEM;
 	spin_lock_init(&nn->lock);

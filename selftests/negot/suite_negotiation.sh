@@ -44,6 +44,7 @@ suite_tests=(
 	"declined|B without an RDMA device declines in its SYN-ACK: client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake messages, data intact"
 	"flood_spoofed_syn|forged SYNs with a valid offer at B's listener X: B's records for X within backlog + 1 in a burst (no record once TCP's SYN queue is full), 2 x (backlog + 1) over time, the excess counted as refused; connections to listener Y during the flood and to X after it in mode rdma"
 	"flood_listener_share|forged SYNs at B's listener X (backlog 4096): X holds at most an eighth of B's answer share; listener Y (backlog 128) keeps negotiating, its connections during the flood in mode rdma"
+	"flood_memcg|forged SYNs at a listener in a memory cgroup of its own on B: its records are charged to that cgroup (made in softirq), the charge goes with them"
 	"flood_syn_sent_user|uid 65534 opens share + 1000 SMR connects nobody answers: it holds its share of A's records and no more, its own connection falls back with negot_limit, root's run in mode rdma"
 	"flood_netns_isolation|70000 forged offers fill a namespace on B: it holds its own share only, B's initial namespace refuses nothing and its connections run in mode rdma"
 )
@@ -1352,6 +1353,86 @@ case_flood_listener_share() {
 	t_diag "counters that moved:"
 	delta_table ls.before ls.after >>"$out/diag-$t_id.txt"
 	t_note "$n forged offers at X (backlog $backlog), then $(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/ls.paced") paced: X held $rec records (cap $cap of the answer share $share), refused $ref; Y's 4 connections (backlog 128) in mode rdma meanwhile; B Slab before/full $s_before/$s_during kB"
+	t_end
+}
+
+# memcg_setup NAME: a memory cgroup NAME under cgroup2 (mounted on
+# /sys/fs/cgroup if it is not), the memory controller enabled below the
+# root; "ok PATH".
+b_memcg_setup() {
+	local root=/sys/fs/cgroup
+	if [ "$(stat -fc %T $root 2>/dev/null)" != cgroup2fs ]; then
+		mount -t cgroup2 none $root 2>&1 || return
+	fi
+	grep -qw memory $root/cgroup.controllers ||
+		{ echo "fail: no memory controller"; return; }
+	echo +memory >$root/cgroup.subtree_control || return
+	mkdir -p "$root/$1" && echo "ok $root/$1"
+}
+
+# memcg_serve NAME CGROUP ARGS...: as serve, the server in CGROUP.
+b_memcg_serve() {
+	local name=$1 cg=$2
+	shift 2
+	(echo "$BASHPID" >"$cg/cgroup.procs" && b_serve "$name" "$@")
+}
+
+# memcg_slab CGROUP: its slab_unreclaimable (bytes), once the memory
+# cgroup core has flushed its per-CPU counts (every 2 s).
+b_memcg_slab() {
+	sleep 3
+	awk '$1 == "slab_unreclaimable" { print $2 }' "$1/memory.stat"
+}
+
+# memcg_clean CGROUP: "ok" once it is removed (its processes gone).
+b_memcg_clean() {
+	rmdir "$1" 2>&1 && echo ok
+}
+
+# Who pays for the records: B's listener X runs in a memory cgroup of its
+# own; A floods it with forged offers, whose records B makes in softirq.
+# They are charged to X's cgroup (its slab_unreclaimable grows by at
+# least 64 bytes a record; a record takes some 128), and the charge goes
+# once X closes and the GC frees them.
+case_flood_memcg() {
+	local n=3000 backlog=4096 max cap r cg rec before_rec s0 s1 s2 min
+	t_begin flood_memcg
+	max=$(negot_max)
+	cap=$((max / 16))
+	[ $cap -ge 32 ] || cap=32
+	r=$(b_call memcg_setup smr_negot_test)
+	ck "B: a memory cgroup for the listener" "${r%% *}" eq ok
+	cg=${r#ok }
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	ck "B's server mcx started in $cg" \
+		"$(b_call memcg_serve mcx "$cg" -p 6701 -B $backlog -n 1 -T 300)" eq ok
+	snap_stats mc.before
+	before_rec=$(stat_of "$work/mc.before.b.stats" negotiation_records)
+	s0=$(b_call memcg_slab "$cg")
+
+	"$flood" syn -a "$peer" -p 6701 -n $n -S "$FLOOD_SPOOF_NET" >"$work/mc.burst" 2>&1
+	t_diag "burst: $(cat "$work/mc.burst")"
+	for _ in $(seq 30); do
+		snap_stats mc.full
+		rec=$(delta mc.before mc.full b negotiation_records)
+		[[ $rec =~ ^[0-9]+$ ]] && [ "$rec" -ge $cap ] && break
+		sleep 1
+	done
+	s1=$(b_call memcg_slab "$cg")
+	ck "B: records for X (its cap, $cap)" "$rec" eq $cap
+	min=$((rec * 64))
+	ck "B: X's cgroup slab_unreclaimable grew (bytes, at least 64 x $rec records)" \
+		"$((s1 - s0))" ge $min
+
+	b_call stop mcx >/dev/null
+	r=$(wait_records b "$before_rec" 60)
+	ck "B: negotiation records back to $before_rec once X closed" "$r" le "$before_rec"
+	s2=$(b_call memcg_slab "$cg")
+	ck "B: X's cgroup slab_unreclaimable once the records went (bytes, at most a quarter of the growth above before)" \
+		"$((s2 - s0))" le $(((s1 - s0) / 4))
+	ck "B: X's memory cgroup removed" "$(b_call memcg_clean "$cg")" eq ok
+	b_call spoof_route del "$self" >/dev/null
+	t_note "$n forged offers at X (backlog $backlog) in its own memory cgroup: $rec records; the cgroup's slab_unreclaimable before/full/after $s0/$s1/$s2 bytes"
 	t_end
 }
 
