@@ -26,20 +26,41 @@
  *   offers ("offer" records). A flood at a namespace's listeners never
  *   touches its clients, nor any other namespace.
  * - Answer records of one listener: at most 2 x (backlog + 1), its
- *   listen() backlog being the inner TCP listener's sk_max_ack_backlog.
- *   TCP itself keeps no more than backlog + 1 request socks (beyond that
- *   it sends SYN cookies, which SMR answers with a fallback anyway) and
- *   backlog + 1 established children not yet taken off its queue, and a
- *   record lives from the SYN until SMR takes that child: so a listener
- *   that TCP would serve normally never runs out, and a SYN flood at one
- *   listener stops at its own bound.
+ *   listen() backlog being the inner TCP listener's sk_max_ack_backlog,
+ *   and at most an eighth of the answer share (SMR_NEGOT_LISTENER_DIV;
+ *   never fewer than SMR_NEGOT_LISTENER_FLOOR for that): a flood at one
+ *   listener leaves the others most of the share.
+ *   TCP itself keeps no more than backlog + 1 request socks and backlog +
+ *   1 established children not yet taken off its queue, and a record lives
+ *   from the SYN until SMR takes that child; a record is made only for a
+ *   SYN TCP will keep a request sock for (as tcp_conn_request() decides:
+ *   its SYN queue and accept queue not full), so a flood of forged SYNs
+ *   holds no more records than TCP holds request socks. A SYN TCP answers
+ *   with a cookie then gets no answer either (the client falls back,
+ *   peer_no_smr) unless the namespace always sends cookies
+ *   (tcp_syncookies=2): then the record is made so that the SYN-ACK can
+ *   say so, and lives until the cookie's ACK or the GC.
+ * - Each listener may make its first SMR_NEGOT_LISTENER_FLOOR records (up
+ *   to its own bound) even when the answer share is used up: a flood at
+ *   many listeners, filling the share, leaves every other listener that
+ *   many connections negotiating at once. The namespace then holds at
+ *   most that many records more per listener, which its owner already
+ *   pays a socket for.
  * - Offer records of one user (the uid owning the SMR socket): at most a
  *   quarter of the namespace's records (half of the offer share), so one
  *   user's SYN_SENT sockets always leave the others half of it.
  * The bound is checked when a record would be made; a record found for
  * the same 4-tuple (a retransmitted SYN) is updated in place at no cost.
- * A record made in connect() (the first SYN) is also charged to the
- * caller's memory cgroup.
+ *
+ * Memory: a record (and its owner entry) is charged to the memory cgroup
+ * of the socket it is made for, the connecting inner TCP sock or the
+ * listener, the one TCP charges that socket's buffers to (sk_memcg), in
+ * softirq too (set_active_memcg()): a container flooding its own
+ * listeners pays for their records. A namespace's record table is
+ * charged to whoever creates the namespace. A socket with no memory
+ * cgroup of its own (the root's, or cgroup v1 without TCP accounting) has
+ * its answer records charged to no one, its offer records to the caller
+ * of connect() for the first SYN.
  *
  * Over a bound, the decision is per connection: a listener keeps no
  * record and so sends no answer (the client falls back, peer_no_smr; the
@@ -56,7 +77,8 @@
  * nothing is read outside it, so records and owners are freed at once
  * when unlinked (no RCU). Hooks run in softirq or process context, under
  * the RCU read lock of the netfilter core, which keeps the listener they
- * look up alive; that listener's address only serves as the key of its
+ * look up alive, and with it its memory cgroup (a listener releases it
+ * only when freed); that listener's address only serves as the key of its
  * owner entry, never dereferenced later. The offer hook
  * holds the inner sock's sk_callback_lock (read) while it reads and may
  * clear the owner's syn_nonce, so the SMR socket cannot go meanwhile
@@ -69,10 +91,16 @@
  * it has records; it walks the age list oldest first in batches of
  * SMR_NEGOT_GC_BATCH records, dropping the lock (and so BH) and
  * rescheduling between batches; a record that still has its socket goes
- * to the list's tail with a fresh age, so each run ends. Namespace exit
- * unregisters the hooks (which waits for running ones), cancels the GC and
- * frees every record; sockets hold their namespace, so none can take a
- * record then.
+ * to the list's tail with a fresh age, so each run ends.
+ *
+ * Namespace exit: the pernet pre_exit unregisters the hooks, which does
+ * not wait for hooks still running (netfilter frees its entries after an
+ * RCU grace period); the namespace core then waits a grace period
+ * (cleanup_net(), unregister_pernet_subsys()) before any exit runs, and
+ * hooks run under the RCU read lock: by the pernet exit none runs, so
+ * none can make a record or arm the GC, and the exit cancels the GC and
+ * frees every record and the table. Sockets hold their namespace, so
+ * none can take a record then.
  */
 #include <linux/hashtable.h>
 #include <linux/ip.h>
@@ -82,6 +110,7 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/workqueue.h>
@@ -106,14 +135,15 @@
 /* per namespace: 1024 buckets (8 KiB), some 16 records a chain when full */
 #define SMR_NEGOT_HASH_BITS	10
 #define SMR_NEGOT_OWNER_BITS	6
+/* one listener's answer records: at most this fraction of the share */
+#define SMR_NEGOT_LISTENER_DIV	8
+/* records a listener may make even with the answer share used up */
+#define SMR_NEGOT_LISTENER_FLOOR 32
 #define SMR_NEGOT_MIN_AGE	(10 * HZ)
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
 /* records the GC handles per hold of the lock (BH off) */
 #define SMR_NEGOT_GC_BATCH	64
-/*
- * Records of a SYN sent from connect() are charged to the caller's memory
- * cgroup; those made in softirq (received SYNs, retransmissions) to none.
- */
+/* records are charged to a memory cgroup (see "Memory") */
 #define SMR_NEGOT_GFP		(GFP_ATOMIC | __GFP_ACCOUNT)
 
 /* The two shares of a namespace's records, by who made the offer. */
@@ -158,10 +188,13 @@ struct smr_negot_net {
 	struct net		*net;		/* ours; no reference needed */
 };
 
-/* Who may make a record, and how many it may hold. */
+/* Who may make a record, how many it may hold, who pays for them. */
 struct smr_negot_quota {
 	unsigned long		key;
 	unsigned int		max;
+	/* of @max, how many even when the namespace's share is used up */
+	unsigned int		floor;
+	struct mem_cgroup	*memcg;	/* charged; NULL: the current task's */
 };
 
 static unsigned int smr_negot_net_id __read_mostly;
@@ -270,19 +303,37 @@ static u32 smr_negot_owner_hash(enum smr_negot_pool pool, unsigned long key)
 			    smr_negot_seed);
 }
 
-/* The owner entry of @key in @pool, made if there is none; NULL: no memory. */
-static struct smr_negot_owner *smr_negot_owner_get(struct smr_negot_net *nn,
-						   enum smr_negot_pool pool,
-						   unsigned long key)
+/*
+ * A record or owner entry, charged to @q's memory cgroup: in softirq the
+ * current task is nobody's, so the cgroup is named (see "Memory").
+ */
+static void *smr_negot_zalloc(size_t size, const struct smr_negot_quota *q)
 {
-	u32 hash = smr_negot_owner_hash(pool, key);
+	struct mem_cgroup *old;
+	void *p;
+
+	if (!q->memcg)
+		return kzalloc(size, SMR_NEGOT_GFP);
+	old = set_active_memcg(q->memcg);
+	p = kzalloc(size, SMR_NEGOT_GFP);
+	set_active_memcg(old);
+	return p;
+}
+
+/* The owner entry of @q's key in @pool, made if there is none; NULL: no memory. */
+static struct smr_negot_owner *
+smr_negot_owner_get(struct smr_negot_net *nn, enum smr_negot_pool pool,
+		    const struct smr_negot_quota *q)
+{
+	u32 hash = smr_negot_owner_hash(pool, q->key);
+	unsigned long key = q->key;
 	struct smr_negot_owner *o;
 
 	lockdep_assert_held(&nn->lock);
 	hash_for_each_possible(nn->owners, o, node, hash)
 		if (o->key == key && o->pool == pool)
 			return o;
-	o = kzalloc(sizeof(*o), SMR_NEGOT_GFP);
+	o = smr_negot_zalloc(sizeof(*o), q);
 	if (!o)
 		return NULL;
 	o->key = key;
@@ -317,8 +368,9 @@ static void smr_negot_unlink(struct smr_negot_net *nn, struct smr_negot *n)
 /*
  * Record what a hook saw for @key, charged to @q's owner. An existing record
  * of the same role (a retransmitted SYN) is updated in place. Returns 0,
- * -ENOSPC (the namespace's share for this role is used up), -EDQUOT (the
- * owner's is) or -ENOMEM: the caller then neither offers nor answers.
+ * -ENOSPC (the namespace's share for this role is used up and the owner
+ * holds its floor), -EDQUOT (the owner's share is used up) or -ENOMEM: the
+ * caller then neither offers nor answers.
  */
 static int smr_negot_record(struct smr_negot_net *nn,
 			    const struct smr_tuple *key, u8 role, u32 nonce,
@@ -328,6 +380,7 @@ static int smr_negot_record(struct smr_negot_net *nn,
 	enum smr_negot_pool pool = smr_negot_pool_of(role);
 	struct smr_negot_owner *o;
 	struct smr_negot *n;
+	bool full;
 	int err = 0;
 
 	spin_lock_bh(&nn->lock);
@@ -339,11 +392,12 @@ static int smr_negot_record(struct smr_negot_net *nn,
 	}
 	if (n)		/* the 4-tuple changed sides: start afresh */
 		smr_negot_unlink(nn, n);
-	if (nn->count[pool] >= smr_negot_pool_max()) {
+	full = nn->count[pool] >= smr_negot_pool_max();
+	if (full && !q->floor) {
 		err = -ENOSPC;
 		goto out;
 	}
-	o = smr_negot_owner_get(nn, pool, q->key);
+	o = smr_negot_owner_get(nn, pool, q);
 	if (!o) {
 		err = -ENOMEM;
 		goto out;
@@ -352,7 +406,11 @@ static int smr_negot_record(struct smr_negot_net *nn,
 		err = -EDQUOT;
 		goto out_owner;
 	}
-	n = kzalloc(sizeof(*n), SMR_NEGOT_GFP);
+	if (full && o->count >= q->floor) {
+		err = -ENOSPC;
+		goto out_owner;
+	}
+	n = smr_negot_zalloc(sizeof(*n), q);
 	if (!n) {
 		err = -ENOMEM;
 		goto out_owner;
@@ -743,6 +801,8 @@ static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	/* one user may hold half of the offer share */
 	q.key = __kuid_val(sock_net_uid(net, &smr->sk));
 	q.max = smr_negot_pool_max() / 2;
+	q.floor = 0;
+	q.memcg = READ_ONCE(sk->sk_memcg);
 	/* the record must exist before the SYN can be answered */
 	err = smr_negot_record(smr_negot_net(net), &p->tuple,
 			       SMR_OPT_ROLE_OFFER, opt.nonce, result,
@@ -840,6 +900,20 @@ static struct sock *smr_syn_smr_listener(struct sk_buff *skb, u8 family,
 }
 
 /*
+ * Will TCP keep a request sock for this SYN to @lsk? Not when its accept
+ * queue is full (dropped), nor when its SYN queue is (a cookie or a drop),
+ * as tcp_conn_request() decides; with tcp_syncookies=2 every SYN gets a
+ * cookie, and the record then lets the SYN-ACK say so (see "Bounds").
+ */
+static bool smr_syn_gets_reqsk(const struct sock *lsk, const struct net *net)
+{
+	if (sk_acceptq_is_full(lsk))
+		return false;
+	return !inet_csk_reqsk_queue_is_full(lsk) ||
+	       READ_ONCE(net->ipv4.sysctl_tcp_syncookies) == 2;
+}
+
+/*
  * An offer reached an SMR listener: record it, within the listener's and
  * the namespace's bounds (see "Bounds"), or count the refusal; the SYN-ACK
  * answers only what was recorded.
@@ -850,16 +924,27 @@ static void smr_in_syn(struct sk_buff *skb, const struct smr_pkt *p,
 {
 	bool v4 = state->pf == NFPROTO_IPV4;
 	struct smr_negot_quota q;
+	unsigned int share;
 	struct sock *lsk;
 	u64 max;
 
 	lsk = smr_syn_smr_listener(skb, state->pf, p, state);
 	if (!lsk)
 		return;
+	if (!smr_syn_gets_reqsk(lsk, state->net)) {
+		smr_stat_inc(state->net, SMR_STAT_NEGOT_REFUSED_LISTEN);
+		return;
+	}
 	/* what TCP may hold: request socks and children, backlog + 1 each */
 	max = 2 * ((u64)READ_ONCE(lsk->sk_max_ack_backlog) + 1);
+	/* and a fraction of the share, so that others keep the rest */
+	share = max_t(unsigned int,
+		      smr_negot_pool_max() / SMR_NEGOT_LISTENER_DIV,
+		      SMR_NEGOT_LISTENER_FLOOR);
 	q.key = (unsigned long)lsk;
-	q.max = min_t(u64, max, UINT_MAX);
+	q.max = min_t(u64, max, share);
+	q.floor = min_t(unsigned int, q.max, SMR_NEGOT_LISTENER_FLOOR);
+	q.memcg = READ_ONCE(lsk->sk_memcg);
 	if (smr_negot_record(smr_negot_net(state->net), &p->tuple,
 			     SMR_OPT_ROLE_ANSWER, opt->nonce,
 			     SMR_NEGOT_OFFERED,
@@ -954,8 +1039,9 @@ static int __net_init smr_option_net_init(struct net *net)
 	struct smr_negot_net *nn = smr_negot_net(net);
 	int err;
 
+	/* charged to the namespace's creator (see "Memory") */
 	nn->table = kvcalloc(1 << SMR_NEGOT_HASH_BITS, sizeof(*nn->table),
-			     GFP_KERNEL);
+			     GFP_KERNEL_ACCOUNT);
 	if (!nn->table)
 		return -ENOMEM;
 	spin_lock_init(&nn->lock);
@@ -969,22 +1055,31 @@ static int __net_init smr_option_net_init(struct net *net)
 	return err;
 }
 
-/* No hook runs once they are unregistered, so nothing arms the GC again. */
+/*
+ * New hooks stop here; those running may still make a record or arm the GC
+ * until the grace period the namespace core waits before the exit below.
+ */
+static void __net_exit smr_option_net_pre_exit(struct net *net)
+{
+	nf_unregister_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
+}
+
+/* A grace period after the pre_exit: no hook runs, none arms the GC. */
 static void __net_exit smr_option_net_exit(struct net *net)
 {
 	struct smr_negot_net *nn = smr_negot_net(net);
 
-	nf_unregister_net_hooks(net, smr_nf_ops, ARRAY_SIZE(smr_nf_ops));
 	cancel_delayed_work_sync(&nn->gc_work);
 	smr_negot_flush(nn);
 	kvfree(nn->table);
 }
 
 static struct pernet_operations smr_option_net_ops = {
-	.init	= smr_option_net_init,
-	.exit	= smr_option_net_exit,
-	.id	= &smr_negot_net_id,
-	.size	= sizeof(struct smr_negot_net),
+	.init		= smr_option_net_init,
+	.pre_exit	= smr_option_net_pre_exit,
+	.exit		= smr_option_net_exit,
+	.id		= &smr_negot_net_id,
+	.size		= sizeof(struct smr_negot_net),
 };
 
 int smr_option_init(void)

@@ -6,7 +6,8 @@
 # its reason, the options on the wire, TCP-MD5, SYN cookies, an echoing
 # middlebox, SO_REUSEPORT, 1000 connects at once, handshake timeouts, a
 # peer without an RDMA device, and floods of the negotiation records (a
-# forging peer, a local user's SYN_SENT sockets, a filled namespace). The cases are
+# forging peer, a local user's SYN_SENT sockets, a filled namespace, who
+# pays for the records). The cases are
 # selftests/negot/suite_negotiation.sh's, the run
 # selftests/lib/two_guest_test.sh's.
 #

@@ -42,7 +42,9 @@ suite_tests=(
 	"timeout_client|no ACCEPT comes, PROPOSAL unacknowledged: client resets after 4 x net.smr.handshake_timeout_ms, reason handshake_timeout"
 	"timeout_server|no PROPOSAL comes: server falls back (handshake_timeout), no bytes leak"
 	"declined|B without an RDMA device declines in its SYN-ACK: client peer_declined (peer no_rdma_device), server no_rdma_device, no handshake messages, data intact"
-	"flood_spoofed_syn|forged SYNs with a valid offer at B's listener X: B's records for X within 2 x (backlog + 1), the excess counted as refused; connections to listener Y during the flood and to X after it in mode rdma"
+	"flood_spoofed_syn|forged SYNs with a valid offer at B's listener X: B's records for X within backlog + 1 in a burst (no record once TCP's SYN queue is full), 2 x (backlog + 1) over time, the excess counted as refused; connections to listener Y during the flood and to X after it in mode rdma"
+	"flood_listener_share|forged SYNs at B's listener X (backlog 4096): X holds at most an eighth of B's answer share; listener Y (backlog 128) keeps negotiating, its connections during the flood in mode rdma"
+	"flood_memcg|forged SYNs at a listener in a memory cgroup of its own on B: its records are charged to that cgroup (made in softirq), the charge goes with them"
 	"flood_syn_sent_user|uid 65534 opens share + 1000 SMR connects nobody answers: it holds its share of A's records and no more, its own connection falls back with negot_limit, root's run in mode rdma"
 	"flood_netns_isolation|70000 forged offers fill a namespace on B: it holds its own share only, B's initial namespace refuses nothing and its connections run in mode rdma"
 )
@@ -1120,6 +1122,9 @@ case_timeout_server() {
 flood=$NEGOT_BIN/negot_flood
 # Where the forged SYNs come from (B routes it back to A, which drops it).
 FLOOD_SPOOF_NET=10.200.0.0/16
+# SYNs that may pass SMR's hook before TCP's request sock for the ones
+# ahead of them fills its SYN queue (one a CPU, some softirq batching)
+FLOOD_INFLIGHT=8
 # A's address for the user's SYNs that nobody answers (a dummy device).
 FLOOD_BLACKHOLE_NET=10.201.0.1/24
 FLOOD_BLACKHOLE_PEER=10.201.0.2
@@ -1200,14 +1205,19 @@ chk_rdma_pair() {
 }
 
 # The forging peer: A sends SYNs with a valid offer from random forged
-# addresses to B's listener X (backlog 64: at most 2 x 65 records), first
+# addresses to B's listener X (backlog 64: records only for the SYNs TCP
+# keeps a request sock for, at most 65 in a burst, a few more for SYNs in
+# flight between SMR's hook and TCP; at most 2 x 65 over time, as TCP
+# drops old request socks early and the GC takes their records only after
+# SMR_NEGOT_MIN_AGE), first
 # in a burst, then paced while legitimate connections run to B's listener
 # Y; once the flood ends and X's records are gone, X serves in mode rdma.
 case_flood_spoofed_syn() {
-	local n=3000 backlog=64 bound sent fpid v maxrec=0 before_rec
+	local n=3000 backlog=64 bound qbound sent fpid v maxrec=0 before_rec
 	local s_before s_during s_after
 	t_begin flood_spoofed_syn
 	bound=$((2 * (backlog + 1)))
+	qbound=$((backlog + 1 + FLOOD_INFLIGHT))
 	c2s=65536 s2c=65536
 	client_nb=1
 	order=both
@@ -1231,7 +1241,7 @@ case_flood_spoofed_syn() {
 		sleep 1
 	done
 	v=$(delta sf.before sf.burst b negotiation_records)
-	ck "B: negotiation records after $n forged offers at X (bound 2 x ($backlog + 1) = $bound)" "$v" le $bound
+	ck "B: negotiation records after $n forged offers at X (TCP's SYN queue, $backlog + 1, + $FLOOD_INFLIGHT in flight = $qbound)" "$v" le $qbound
 	ck "B: forged offers X refused a record (at least $n - 2 x $bound: one GC round may free some)" \
 		"$(delta sf.before sf.burst b negotiation_refused_listen)" ge $((n - 2 * bound))
 	ck "B: forged offers X refused a record (at most all)" \
@@ -1273,6 +1283,156 @@ case_flood_spoofed_syn() {
 	t_diag "counters that moved, burst to end:"
 	delta_table sf.before sf.after >>"$out/diag-$t_id.txt"
 	t_note "$n forged offers at once at X (backlog $backlog): B held at most $(delta sf.before sf.burst b negotiation_records) records (bound $bound), refused $(delta sf.before sf.burst b negotiation_refused_listen); then $(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/sf.paced") more over 30 s: records at most $((maxrec - before_rec)), Y's 4 connections in mode rdma meanwhile; X in mode rdma once its records were gone; B Slab before/during/after $s_before/$s_during/$s_after kB"
+	t_end
+}
+
+# One listener's flood leaves the others their offers: A forges SYNs with
+# a valid offer at B's listener X at the common backlog 4096
+# (listen(fd, SOMAXCONN)), more than B's whole answer share, first in a
+# burst, then paced while A connects to B's listener Y (backlog 128). X
+# holds at most an eighth of the share (its 2 x 4097 alone would exceed
+# it); Y's connections run in mode rdma, both ends say so.
+case_flood_listener_share() {
+	local n=12000 backlog=4096 max share cap sent fpid v rec ref
+	local before_rec s_before s_during
+	t_begin flood_listener_share
+	max=$(negot_max)	# B's is the same: neither case changes it
+	share=$((max / 2))
+	cap=$((share / 8))
+	[ $cap -ge 32 ] || cap=32
+	c2s=65536 s2c=65536
+	client_nb=1
+	order=both
+	early_ok=0
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	serve_b lsx -p 6601 -B $backlog -n 1 -T 400 -s $c2s -r $s2c
+	serve_b lsy -p 6602 -B 128 -n 4 -T 400 -s $c2s -r $s2c
+	snap_stats ls.before
+	s_before=$(slab_kb b)
+	before_rec=$(stat_of "$work/ls.before.b.stats" negotiation_records)
+
+	"$flood" syn -a "$peer" -p 6601 -n $n -S "$FLOOD_SPOOF_NET" >"$work/ls.burst" 2>&1
+	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/ls.burst")
+	t_diag "burst: $(cat "$work/ls.burst")"
+	ck "forged SYNs sent" "${sent:-0}" eq $n
+	# every SYN is in once B recorded or refused (nearly) all of them
+	for _ in $(seq 30); do
+		snap_stats ls.full
+		rec=$(delta ls.before ls.full b negotiation_records)
+		ref=$(delta ls.before ls.full b negotiation_refused_listen)
+		[[ $rec =~ ^[0-9]+$ && $ref =~ ^[0-9]+$ ]] &&
+			[ $((rec + ref)) -ge $((n - 2 * cap)) ] && break
+		sleep 1
+	done
+	s_during=$(slab_kb b)
+	ck "B: records for X after $n forged offers (at most share $share / 8 = $cap)" "$rec" le $cap
+	ck "B: forged offers at X refused a record" "$ref" ge $((n - 2 * cap))
+
+	# keep the share under pressure while Y's connections run
+	"$flood" syn -a "$peer" -p 6601 -r 500 -t 20 -S "$FLOOD_SPOOF_NET" >"$work/ls.paced" 2>&1 &
+	fpid=$!
+	sleep 1
+	client_of lsy 6602 "-a $peer -n 4 -s $c2s -r $s2c" 90
+	ck_summaries lsy 4
+	each_pair lsy chk_rdma_pair
+	ck "Y's connections during the flood checked" "$pair_count" eq 4
+	snap_stats ls.during
+	ck "B: records for X during the paced flood" \
+		"$(delta ls.before ls.during b negotiation_records)" le $cap
+	ck_deltas b ls.full ls.during mode_rdma=4 mode_tcp=0
+	wait "$fpid"
+	t_diag "paced: $(cat "$work/ls.paced")"
+
+	# X closes: its request socks go, the GC takes their records
+	b_call stop lsx >/dev/null
+	v=$(wait_records b "$before_rec" 60)
+	ck "B: negotiation records back to $before_rec once X closed" "$v" le "$before_rec"
+	b_call stop lsy >/dev/null
+	b_call spoof_route del "$self" >/dev/null
+	snap_stats ls.after
+	t_diag "counters that moved:"
+	delta_table ls.before ls.after >>"$out/diag-$t_id.txt"
+	t_note "$n forged offers at X (backlog $backlog), then $(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/ls.paced") paced: X held $rec records (cap $cap of the answer share $share), refused $ref; Y's 4 connections (backlog 128) in mode rdma meanwhile; B Slab before/full $s_before/$s_during kB"
+	t_end
+}
+
+# memcg_setup NAME: a memory cgroup NAME under cgroup2 (mounted on
+# /sys/fs/cgroup if it is not), the memory controller enabled below the
+# root; "ok PATH".
+b_memcg_setup() {
+	local root=/sys/fs/cgroup
+	if [ "$(stat -fc %T $root 2>/dev/null)" != cgroup2fs ]; then
+		mount -t cgroup2 none $root 2>&1 || return
+	fi
+	grep -qw memory $root/cgroup.controllers ||
+		{ echo "fail: no memory controller"; return; }
+	echo +memory >$root/cgroup.subtree_control || return
+	mkdir -p "$root/$1" && echo "ok $root/$1"
+}
+
+# memcg_serve NAME CGROUP ARGS...: as serve, the server in CGROUP.
+b_memcg_serve() {
+	local name=$1 cg=$2
+	shift 2
+	(echo "$BASHPID" >"$cg/cgroup.procs" && b_serve "$name" "$@")
+}
+
+# memcg_slab CGROUP: its slab_unreclaimable (bytes), once the memory
+# cgroup core has flushed its per-CPU counts (every 2 s).
+b_memcg_slab() {
+	sleep 3
+	awk '$1 == "slab_unreclaimable" { print $2 }' "$1/memory.stat"
+}
+
+# memcg_clean CGROUP: "ok" once it is removed (its processes gone).
+b_memcg_clean() {
+	rmdir "$1" 2>&1 && echo ok
+}
+
+# Who pays for the records: B's listener X runs in a memory cgroup of its
+# own; A floods it with forged offers, whose records B makes in softirq.
+# They are charged to X's cgroup (its slab_unreclaimable grows by at
+# least 64 bytes a record; a record takes some 128), and the charge goes
+# once X closes and the GC frees them.
+case_flood_memcg() {
+	local n=3000 backlog=4096 max cap r cg rec before_rec s0 s1 s2 min
+	t_begin flood_memcg
+	max=$(negot_max)
+	cap=$((max / 16))
+	[ $cap -ge 32 ] || cap=32
+	r=$(b_call memcg_setup smr_negot_test)
+	ck "B: a memory cgroup for the listener" "${r%% *}" eq ok
+	cg=${r#ok }
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	ck "B's server mcx started in $cg" \
+		"$(b_call memcg_serve mcx "$cg" -p 6701 -B $backlog -n 1 -T 300)" eq ok
+	snap_stats mc.before
+	before_rec=$(stat_of "$work/mc.before.b.stats" negotiation_records)
+	s0=$(b_call memcg_slab "$cg")
+
+	"$flood" syn -a "$peer" -p 6701 -n $n -S "$FLOOD_SPOOF_NET" >"$work/mc.burst" 2>&1
+	t_diag "burst: $(cat "$work/mc.burst")"
+	for _ in $(seq 30); do
+		snap_stats mc.full
+		rec=$(delta mc.before mc.full b negotiation_records)
+		[[ $rec =~ ^[0-9]+$ ]] && [ "$rec" -ge $cap ] && break
+		sleep 1
+	done
+	s1=$(b_call memcg_slab "$cg")
+	ck "B: records for X (its cap, $cap)" "$rec" eq $cap
+	min=$((rec * 64))
+	ck "B: X's cgroup slab_unreclaimable grew (bytes, at least 64 x $rec records)" \
+		"$((s1 - s0))" ge $min
+
+	b_call stop mcx >/dev/null
+	r=$(wait_records b "$before_rec" 60)
+	ck "B: negotiation records back to $before_rec once X closed" "$r" le "$before_rec"
+	s2=$(b_call memcg_slab "$cg")
+	ck "B: X's cgroup slab_unreclaimable once the records went (bytes, at most a quarter of the growth above before)" \
+		"$((s2 - s0))" le $(((s1 - s0) / 4))
+	ck "B: X's memory cgroup removed" "$(b_call memcg_clean "$cg")" eq ok
+	b_call spoof_route del "$self" >/dev/null
+	t_note "$n forged offers at X (backlog $backlog) in its own memory cgroup: $rec records; the cgroup's slab_unreclaimable before/full/after $s0/$s1/$s2 bytes"
 	t_end
 }
 
