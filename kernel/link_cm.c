@@ -302,15 +302,14 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (!err)
 		err = smr_link_create_qp(link, id);
 	if (err)
-		goto err_free;
+		goto err_build;
 	smr_link_conn_param(&param, priv, link);
 	id->context = link;
-	err = rdma_accept(id, &param);
+	err = smr_link_test_fault(SMR_LINK_FAULT_ACCEPT) ? -EIO :
+	      rdma_accept(id, &param);
 	if (err) {
 		id->context = NULL;
-		ib_drain_qp(link->qp);
-		smr_link_free_resources(link);
-		goto err_free;
+		goto err_build;
 	}
 	/* the QP is ready to send once accepted; RTU follows */
 	smr_link_list_add(link);
@@ -320,7 +319,9 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	mutex_unlock(&smr_link_accept_mutex);
 	return 0;
 
-err_free:
+err_build:
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	smr_link_abandon(link);
 	mutex_unlock(&link->setup_mutex);
 	smr_link_discard(link);
 err_unlock:
@@ -633,6 +634,11 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 	if (link && !ipv6_addr_equal(&link->raddr, raddr)) {
 		smr_link_put(link);
 		link = NULL;
+	}
+	if (link && smr_link_test_fault(SMR_LINK_FAULT_FIND)) {
+		/* as if it idled out just now, all the way */
+		smr_link_down(link);
+		flush_work(&link->teardown_work);
 	}
 	if (link)
 		smr_link_attach(link, user);

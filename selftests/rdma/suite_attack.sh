@@ -15,6 +15,7 @@ suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
+	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host"
 )
 
 # the flood: requests per mode, seconds per mode, modes
@@ -54,7 +55,21 @@ NFT
 	echo ok
 }
 
+# fault NAME [N]: the test module's parameter NAME (fault_*) set to N if
+# given, then read back.
+b_fault() {
+	fault_param "$@"
+}
+
 # --- both hosts ----------------------------------------------------------------
+
+fault_param() {
+	local f=/sys/module/smr/parameters/$1
+	[[ $1 =~ ^fault_[a-z_]+$ ]] || { echo "bad name"; return; }
+	[ -e "$f" ] || { echo "missing $1 (not the test module?)"; return; }
+	[ -z "${2:-}" ] || echo "$2" >"$f"
+	cat "$f"
+}
 
 # meminfo_now: "MemAvailable Slab" in kB.
 meminfo_now() {
@@ -177,16 +192,40 @@ case_flood() {
 	t_end
 }
 
-case_grant() {
+# fault_on HOST NAME [N]: fault_param on host a or b.
+fault_on() {
+	local host=$1
+	shift
+	if [ "$host" = a ]; then fault_param "$@"; else b_call fault "$@"; fi
+}
+
+# links_reset: no link between the two hosts (both idle out theirs).
+links_reset() {
 	local saved
-	t_begin grant
-	# no link between the two hosts to begin with
 	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
 	sysctl -qw net.smr.link_idle_timeout_ms=1000
 	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
 	wait_until 60 links_gone || t_fail "links did not idle out: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved" >/dev/null
+}
+
+# fallback_round NAME PORT WANT: one connection A -> B that must fall back
+# to TCP intact; its reason on A must be one of WANT (words).
+fallback_round() {
+	local reason
+	serve "$1" -p "$2" -n 1 -s 65536 -M tcp -T 120 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 65536 -M tcp -T 120
+	server_result "$1" 60
+	pair_check "$1" 1 65536
+	reason=$(grep '^conn ' "$work/$1.client" | grep -o ' reason=[^ ]*' | head -n 1)
+	ck "$1: A's fallback reason" "${reason# reason=}" in "$3"
+}
+
+case_grant() {
+	t_begin grant
+	# no link between the two hosts to begin with
+	links_reset
 	snap grant.pre
 	serve grant1 -p 6170 -n 1 -s 1048576 -T 120 || { t_end; return; }
 	client grant1 -a "$peer" -p 6170 -n 1 -s 1048576 -T 120
@@ -275,3 +314,42 @@ case_idle() {
 	b_call roce_drop off >/dev/null
 	t_end
 }
+
+# setup_fail: each of the test module's faults in a link's setup after its
+# QP and receives exist, setup_fail_rounds times on fresh links.
+setup_fail_rounds=8
+
+case_setup_fail() {
+	local spec what host param r i tag port=6300 failed figures=()
+	t_begin setup_fail
+	links_reset
+	for spec in accept:b:fault_link_accept recv:b:fault_link_recv \
+		    recv:a:fault_link_recv; do
+		IFS=: read -r what host param <<<"$spec"
+		tag=sf.$what.$host
+		snap "$tag.pre"
+		r=$(fault_on "$host" "$param" "$setup_fail_rounds")
+		ck "$host: $param armed" "$r" eq "$setup_fail_rounds"
+		for ((i = 1; i <= setup_fail_rounds; i++)); do
+			port=$((port + 1))
+			# A's link is refused (B's faults) or fails (A's)
+			fallback_round "$tag.$i" "$port" "link_failure peer_declined" || break
+		done
+		ck "$host: $param once every round ran" "$(fault_on "$host" "$param")" eq 0
+		wait_until 30 links_gone ||
+			t_fail "$tag: links left: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+		snap "$tag.post"
+		failed=$(delta "$tag.pre" "$tag.post" "$host" links_failed)
+		ck "$tag: $host's links_failed" "$failed" eq "$setup_fail_rounds"
+		ck "$tag: B's links_created" "$(delta "$tag.pre" "$tag.post" b links_created)" eq 0
+		ck "$tag: A's links_created" "$(delta "$tag.pre" "$tag.post" a links_created)" eq 0
+		ck "$tag: A's smr QPs left" "$(rdma_res_count "$work/$tag.post.a.qp" smr)" eq 0
+		ck "$tag: B's smr QPs left" "$(rdma_res_count "$work/$tag.post.b.qp" smr)" eq 0
+		figures+=("$what on $host: $setup_fail_rounds of $setup_fail_rounds fell back, $host's links_failed +$failed")
+	done
+	for r in "${figures[@]}"; do
+		t_note "$r"
+	done
+	t_end
+}
+
