@@ -326,7 +326,13 @@ err_build:
 	smr_link_discard(link);
 err_unlock:
 	mutex_unlock(&smr_link_accept_mutex);
-	return err;	/* rdma_cm destroys the id (and rejects) */
+	/*
+	 * The grant is spent, so a retried request could only be refused:
+	 * rejected now (ib_cm would not after -ENOMEM), its link fails at
+	 * once instead of in its setup timeout.
+	 */
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return err;	/* rdma_cm destroys the id */
 }
 
 /*
