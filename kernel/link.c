@@ -253,13 +253,26 @@ static void smr_link_idle(struct work_struct *work)
 	smr_link_put(link);	/* the queued work's reference */
 }
 
-/* @user uses the link from now on; the caller holds a link reference. */
-void smr_link_attach(struct smr_link *link, struct smr_link_user *user)
+/*
+ * @user uses the link from now on; the caller holds a link reference.
+ * -ENOLINK if the link is DEAD already: its teardown may have passed its
+ * detach loop and freed the pool, so nobody would ever tell @user. DEAD is
+ * set under @lock before the teardown's loop takes it, so a user attached
+ * here is always seen by that loop.
+ */
+int smr_link_attach(struct smr_link *link, struct smr_link_user *user)
 {
+	int err = 0;
+
 	spin_lock_bh(&link->lock);
-	list_add_tail(&user->node, &link->users);
-	link->nusers++;
+	if (link->state == SMR_LINK_DEAD) {
+		err = -ENOLINK;
+	} else {
+		list_add_tail(&user->node, &link->users);
+		link->nusers++;
+	}
 	spin_unlock_bh(&link->lock);
+	return err;
 }
 
 /* @user no longer uses the link; an unused link idles out. */
@@ -889,6 +902,8 @@ void smr_link_free_resources(struct smr_link *link)
 	if (link->pd)
 		ib_dealloc_pd(link->pd);
 	link->pd = NULL;
+	/* the pool (destroyed before) must not reach the freed PD either */
+	link->pool.pd = NULL;
 }
 
 /*

@@ -493,6 +493,23 @@ static void smr_link_sockaddrs(int family, const struct in6_addr *laddr,
 }
 
 /*
+ * Attach @user to @link, whose reference (a lookup's) becomes the user's:
+ * 0, or -ENOLINK if the link went down since it was looked up (reference
+ * dropped; counted in links_attach_dead, and the caller's connection
+ * falls back with link_failure).
+ */
+static int smr_link_use(struct smr_link *link, struct smr_link_user *user)
+{
+	int err = smr_link_attach(link, user);
+
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_ATTACH_DEAD);
+		smr_link_put(link);
+	}
+	return err;
+}
+
+/*
  * The link from @laddr to @raddr (a connection's addresses, v4-mapped for
  * IPv4; @family says which), attached to @user: an existing one this host
  * may use (smr_link_lookup()), or a new one of ours, with a fresh secret,
@@ -510,18 +527,25 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	struct sockaddr_storage src = {}, dst = {};
 	struct smr_link *link, *found;
 	struct rdma_cm_id *id;
-	bool room = false;
+	bool room = false, retried = false;
 	int err = 0;
 
 	if (!net_eq(net, &init_net))
 		return NULL;
 
+again:
 	spin_lock_bh(&smr_links_lock);
 	found = smr_link_lookup(laddr, raddr);
 	spin_unlock_bh(&smr_links_lock);
 	if (found) {
-		smr_link_attach(found, user);
-		return found;
+		if (!smr_link_use(found, user))
+			return found;
+		/* it went down since: the lookup skips it now, once more */
+		if (!retried) {
+			retried = true;
+			goto again;
+		}
+		return NULL;
 	}
 
 	link = smr_link_alloc(true, smr_link_connect_work);
@@ -554,12 +578,13 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	if (found || !room) {
 		rdma_destroy_id(id);
 		smr_link_discard(link);
-		if (found)
-			smr_link_attach(found, user);
+		if (found && smr_link_use(found, user))
+			found = NULL;
 		return found;
 	}
 	kref_get(&link->ref);		/* the user's */
-	smr_link_attach(link, user);
+	if (smr_link_use(link, user))
+		return NULL;	/* down already (its device went) */
 	/* cancelled by the teardown, like the keepalive it becomes */
 	queue_delayed_work(smr_link_wq, &link->keepalive_work,
 			   SMR_LINK_SETUP_TIMEOUT);
@@ -646,8 +671,9 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 		smr_link_down(link);
 		flush_work(&link->teardown_work);
 	}
-	if (link)
-		smr_link_attach(link, user);
+	/* it may have gone down since the lookup, its teardown done */
+	if (link && smr_link_use(link, user))
+		link = NULL;
 	return link;
 }
 

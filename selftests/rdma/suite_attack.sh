@@ -15,7 +15,8 @@ suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
-	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host"
+	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
+	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
 # the flood: requests per mode, seconds per mode, modes
@@ -222,6 +223,24 @@ fallback_round() {
 	ck "$1: A's fallback reason" "${reason# reason=}" in "$3"
 }
 
+# after_round NAME PORT: after a case's faults, one connection A -> B on
+# a new link runs in mode rdma, intact (pair_check), the link up on both
+# hosts (links_created +1 each); after_note says so.
+after_round() {
+	local ca cb
+	snap "$1.pre"
+	serve "$1" -p "$2" -n 1 -s 1048576 -T 120 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 1048576 -T 120
+	server_result "$1" 60
+	pair_check "$1" 1 1048576
+	snap "$1.post"
+	ca=$(delta "$1.pre" "$1.post" a links_created)
+	cb=$(delta "$1.pre" "$1.post" b links_created)
+	ck "$1: A's links_created" "$ca" eq 1
+	ck "$1: B's links_created" "$cb" eq 1
+	after_note="mode rdma intact, links_created A +$ca B +$cb"
+}
+
 case_grant() {
 	t_begin grant
 	# no link between the two hosts to begin with
@@ -347,9 +366,41 @@ case_setup_fail() {
 		ck "$tag: B's smr QPs left" "$(rdma_res_count "$work/$tag.post.b.qp" smr)" eq 0
 		figures+=("$what on $host: $setup_fail_rounds of $setup_fail_rounds fell back, $host's links_failed +$failed")
 	done
+	# nothing the faults left stands in the way of the next link
+	after_round sf.after 6390 && figures+=("then a fresh link: $after_note")
 	for r in "${figures[@]}"; do
 		t_note "$r"
 	done
 	t_end
 }
 
+# attach_dead: B's lookup of the link a PROPOSAL names races its teardown
+# (forced by fault_link_find), attach_dead_rounds times on fresh links.
+attach_dead_rounds=8
+
+case_attach_dead() {
+	local r i port=6400 n_tcp
+	t_begin attach_dead
+	links_reset
+	snap ad.pre
+	r=$(fault_on b fault_link_find "$attach_dead_rounds")
+	ck "B: fault_link_find armed" "$r" eq "$attach_dead_rounds"
+	for ((i = 1; i <= attach_dead_rounds; i++)); do
+		port=$((port + 1))
+		fallback_round "ad.$i" "$port" "peer_declined link_failure" || break
+		# the next round's link is a new one: A's went with B's
+		wait_until 30 no_links_a || t_fail "ad.$i: A's link did not go"
+	done
+	ck "B: fault_link_find once every round ran" "$(fault_on b fault_link_find)" eq 0
+	wait_until 30 links_gone ||
+		t_fail "links left: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	snap ad.post
+	n_tcp=$(delta ad.pre ad.post b handshakes_completed)
+	ck "B: handshakes completed (none may use a link that went)" "$n_tcp" eq 0
+	ck "B: links_attach_dead" "$(delta ad.pre ad.post b links_attach_dead)" eq "$attach_dead_rounds"
+	ck "A's smr QPs left" "$(rdma_res_count "$work/ad.post.a.qp" smr)" eq 0
+	ck "B's smr QPs left" "$(rdma_res_count "$work/ad.post.b.qp" smr)" eq 0
+	t_note "$attach_dead_rounds connections whose link went between B's lookup and attach fell back; links_created A +$(delta ad.pre ad.post a links_created) B +$(delta ad.pre ad.post b links_created), B's links_attach_dead +$(delta ad.pre ad.post b links_attach_dead)"
+	after_round ad.after 6490 && t_note "then a fresh link: $after_note"
+	t_end
+}
