@@ -457,6 +457,9 @@ static void smr_hs_client_read_grant(struct smr_sock *smr)
 		return;
 	}
 	if (msg.type == SMR_HS_DECLINE) {
+		/* never granted: the link fails now, not in its setup timeout */
+		if (link)
+			smr_link_grant_declined(link);
 		smr_hs_peer_declined(smr, &msg);
 		return;
 	}
@@ -465,6 +468,8 @@ static void smr_hs_client_read_grant(struct smr_sock *smr)
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
 	}
+	/* the server answered: WAIT_ACCEPT has its own extra waits */
+	smr->hs_unacked_waits = 0;
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
 	smr_hs_client_propose(smr);
 }

@@ -649,6 +649,26 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 }
 
 /*
+ * The client side: the peer DECLINEd our LINK_REQUEST for @link (its
+ * bounds are full, or it makes no links). A link it never granted cannot
+ * come up: it fails now (links_failed), not after SMR_LINK_SETUP_TIMEOUT
+ * with every connection to that peer meanwhile attaching to it and paying
+ * a round trip to be declined again. The connections waiting on it fall
+ * back; the next one asks afresh. Process context.
+ */
+void smr_link_grant_declined(struct smr_link *link)
+{
+	bool fail;
+
+	mutex_lock(&link->setup_mutex);
+	fail = link->active_side && !link->granted &&
+	       READ_ONCE(link->state) == SMR_LINK_CONNECTING;
+	mutex_unlock(&link->setup_mutex);
+	if (fail)
+		smr_link_fail(link, "peer declined its grant");
+}
+
+/*
  * The server side: the link the client named by our id @id, if it is
  * active, leads to the connection's peer @raddr, and lives in its
  * namespace. Attached to @user with a reference, or NULL.
