@@ -1039,10 +1039,38 @@ void smr_link_list_add_locked(struct smr_link *link)
 	smr_links_count++;
 }
 
-void smr_link_list_add(struct smr_link *link)
+/*
+ * A passive link from @raddr is about to be built: true if it has room
+ * (smr_link_room_locked()), with its place in SMR_LINKS_MAX taken now,
+ * under the lock the check ran under, so no link listed meanwhile can
+ * take it too. The caller lists it (smr_link_list_reserved()) or gives
+ * the place back (smr_link_unreserve()). Passive builds are serialised
+ * (link_cm.c), so the per-peer count needs no reservation.
+ */
+bool smr_link_reserve(const struct in6_addr *raddr)
+{
+	bool room;
+
+	spin_lock_bh(&smr_links_lock);
+	room = smr_link_room_locked(raddr, true);
+	if (room)
+		smr_links_count++;
+	spin_unlock_bh(&smr_links_lock);
+	return room;
+}
+
+void smr_link_unreserve(void)
 {
 	spin_lock_bh(&smr_links_lock);
-	smr_link_list_add_locked(link);
+	smr_links_count--;
+	spin_unlock_bh(&smr_links_lock);
+}
+
+/* List @link in the place smr_link_reserve() took for it. */
+void smr_link_list_reserved(struct smr_link *link)
+{
+	spin_lock_bh(&smr_links_lock);
+	list_add_tail(&link->node, &smr_links);
 	spin_unlock_bh(&smr_links_lock);
 }
 

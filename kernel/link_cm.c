@@ -36,7 +36,11 @@
  * the grant under smr_link_grants_lock (BH; the grants and their count,
  * freed at module exit) and builds passive links one at a time under
  * smr_link_accept_mutex (inside rdma_cm's handler lock, outside
- * @setup_mutex), so the bounds hold exactly. The listener lives from
+ * @setup_mutex), so the per-peer bound holds exactly; its place in
+ * SMR_LINKS_MAX is taken under smr_links_lock as its room is checked
+ * (smr_link_reserve()), so no active link listed meanwhile takes it
+ * (smr_link_get() checks and lists under that lock too): the total bound
+ * holds exactly as well. The listener lives from
  * smr_link_init() to smr_link_exit().
  */
 #include <crypto/algapi.h>
@@ -263,7 +267,6 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct in6_addr laddr, raddr;
 	struct smr_link *link;
 	struct smr_cm_priv p;
-	bool room;
 	int err;
 
 	if (smr_cm_priv_parse(ev->param.conn.private_data,
@@ -277,17 +280,14 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return smr_link_refuse(id);
 
 	mutex_lock(&smr_link_accept_mutex);
-	spin_lock_bh(&smr_links_lock);
-	room = smr_link_room_locked(&raddr, true);
-	spin_unlock_bh(&smr_links_lock);
-	if (!room) {
+	if (!smr_link_reserve(&raddr)) {
 		mutex_unlock(&smr_link_accept_mutex);
 		return smr_link_refuse(id);
 	}
 	link = smr_link_alloc(false, smr_link_connect_work);
 	if (!link) {
 		err = -ENOMEM;
-		goto err_unlock;
+		goto err_unreserve;
 	}
 	/* not listed yet; the mutex is for the teardown once it is */
 	mutex_lock(&link->setup_mutex);
@@ -312,7 +312,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto err_build;
 	}
 	/* the QP is ready to send once accepted; RTU follows */
-	smr_link_list_add(link);
+	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
 	mutex_unlock(&link->setup_mutex);
@@ -324,7 +324,8 @@ err_build:
 	smr_link_abandon(link);
 	mutex_unlock(&link->setup_mutex);
 	smr_link_discard(link);
-err_unlock:
+err_unreserve:
+	smr_link_unreserve();
 	mutex_unlock(&smr_link_accept_mutex);
 	/*
 	 * The grant is spent, so a retried request could only be refused:

@@ -196,7 +196,9 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 struct smr_link *smr_link_lookup_id(u32 id);
 bool smr_link_room_locked(const struct in6_addr *raddr, bool passive);
 void smr_link_list_add_locked(struct smr_link *link);
-void smr_link_list_add(struct smr_link *link);
+bool smr_link_reserve(const struct in6_addr *raddr);
+void smr_link_unreserve(void);
+void smr_link_list_reserved(struct smr_link *link);
 int smr_link_attach(struct smr_link *link, struct smr_link_user *user);
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);
 void smr_link_free_resources(struct smr_link *link);
