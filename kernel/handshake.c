@@ -404,6 +404,16 @@ static void smr_hs_client_start(struct smr_sock *smr)
 		smr_hs_fallback(smr, SMR_REASON_PEER_DECLINED);
 		return;
 	}
+	if (res == SMR_NEGOT_PEER_NO_GRANTS) {
+		/*
+		 * A server that predates LINK_REQUEST (it did not say it takes
+		 * one): it resets on one, and no link can be made with it
+		 * (its listener cannot check a secret). DECLINE is understood
+		 * by every version: both ends use TCP.
+		 */
+		smr_hs_decline(smr, SMR_REASON_VERSION_MISMATCH);
+		return;
+	}
 	if (res != SMR_NEGOT_ANSWERED) {
 		smr_hs_fallback(smr, smr_hs_reason_of(res));
 		return;
