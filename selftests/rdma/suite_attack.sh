@@ -452,7 +452,7 @@ case_mixed_version() {
 	ck "A's smr QPs left" "$(rdma_res_count "$work/mv.post.a.qp" smr)" eq 0
 	r=$(b_call own_ko)
 	[[ $r == rc=0* ]] || t_fail "B: load this module again: $(tr '\n' ' ' <<<"$r")"
-	t_note "$mixed_version_rounds connections to main's module on B fell back (version_mismatch), handshakes_aborted +$n_rst"
+	t_note "$mixed_version_rounds connections to main's module on B: A's handshakes_declined +$(delta mv.pre mv.post a handshakes_declined), handshakes_aborted +$n_rst, fallback version_mismatch +$(delta mv.pre mv.post a fallback_version_mismatch)"
 	after_round mv.after 6590 && t_note "then this module on B: $after_note"
 	t_end
 }
