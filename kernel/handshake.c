@@ -404,6 +404,16 @@ static void smr_hs_client_start(struct smr_sock *smr)
 		smr_hs_fallback(smr, SMR_REASON_PEER_DECLINED);
 		return;
 	}
+	if (res == SMR_NEGOT_PEER_NO_GRANTS) {
+		/*
+		 * A server that predates LINK_REQUEST (it did not say it takes
+		 * one): it resets on one, and no link can be made with it
+		 * (its listener cannot check a secret). DECLINE is understood
+		 * by every version: both ends use TCP.
+		 */
+		smr_hs_decline(smr, SMR_REASON_VERSION_MISMATCH);
+		return;
+	}
 	if (res != SMR_NEGOT_ANSWERED) {
 		smr_hs_fallback(smr, smr_hs_reason_of(res));
 		return;
@@ -457,6 +467,9 @@ static void smr_hs_client_read_grant(struct smr_sock *smr)
 		return;
 	}
 	if (msg.type == SMR_HS_DECLINE) {
+		/* never granted: the link fails now, not in its setup timeout */
+		if (link)
+			smr_link_grant_declined(link);
 		smr_hs_peer_declined(smr, &msg);
 		return;
 	}
@@ -465,6 +478,8 @@ static void smr_hs_client_read_grant(struct smr_sock *smr)
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
 	}
+	/* the server answered: WAIT_ACCEPT has its own extra waits */
+	smr->hs_unacked_waits = 0;
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_LINK);
 	smr_hs_client_propose(smr);
 }

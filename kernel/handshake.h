@@ -38,6 +38,7 @@ enum smr_negot_result {
 	SMR_NEGOT_NO_DEVICE,	/* client: no RDMA device, no offer */
 	SMR_NEGOT_PEER_NO_DEVICE, /* both: the listener has no RDMA device */
 	SMR_NEGOT_LIMIT,	/* client: no record could be kept, no offer */
+	SMR_NEGOT_PEER_NO_GRANTS, /* client: answered without LINK_REQUEST */
 };
 
 /* tcp_option.c: the SMR TCP option and the negotiation records */

@@ -76,6 +76,7 @@
  * owed, so both ends can never be left without one.
  */
 #include <linux/delay.h>
+#include <linux/moduleparam.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
 #include <linux/slab.h>
@@ -103,6 +104,37 @@ const struct smr_link_ops *smr_link_user_ops;
 /* link ids, never 0; erased under smr_links_lock too (smr_link_lookup_id()) */
 static DEFINE_XARRAY_FLAGS(smr_link_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 static u32 smr_link_next_id;
+
+#ifdef SMR_TEST_HOOKS
+/* the test module's faults (link_core.h): how many of each are to come */
+static int smr_link_faults[SMR_LINK_FAULTS];
+module_param_named(fault_link_accept, smr_link_faults[SMR_LINK_FAULT_ACCEPT],
+		   int, 0644);
+MODULE_PARM_DESC(fault_link_accept,
+		 "test only: the next N passive links fail their accept after their QP and receives exist");
+module_param_named(fault_link_recv, smr_link_faults[SMR_LINK_FAULT_RECV],
+		   int, 0644);
+MODULE_PARM_DESC(fault_link_recv,
+		 "test only: the next N link QPs fail to post half their receives");
+module_param_named(fault_link_find, smr_link_faults[SMR_LINK_FAULT_FIND],
+		   int, 0644);
+MODULE_PARM_DESC(fault_link_find,
+		 "test only: the next N links a PROPOSAL names go down between lookup and attach");
+
+/* One @fault is due: true, and one fewer to come. Any context. */
+bool smr_link_test_fault(enum smr_link_fault fault)
+{
+	int *left = &smr_link_faults[fault];
+	int n = READ_ONCE(*left);
+
+	do {
+		if (n <= 0)
+			return false;
+	} while (!try_cmpxchg(left, &n, n - 1));
+	pr_info("test fault %d taken (%d to come)\n", fault, n - 1);
+	return true;
+}
+#endif
 
 static void smr_link_release(struct kref *ref)
 {
@@ -221,13 +253,26 @@ static void smr_link_idle(struct work_struct *work)
 	smr_link_put(link);	/* the queued work's reference */
 }
 
-/* @user uses the link from now on; the caller holds a link reference. */
-void smr_link_attach(struct smr_link *link, struct smr_link_user *user)
+/*
+ * @user uses the link from now on; the caller holds a link reference.
+ * -ENOLINK if the link is DEAD already: its teardown may have passed its
+ * detach loop and freed the pool, so nobody would ever tell @user. DEAD is
+ * set under @lock before the teardown's loop takes it, so a user attached
+ * here is always seen by that loop.
+ */
+int smr_link_attach(struct smr_link *link, struct smr_link_user *user)
 {
+	int err = 0;
+
 	spin_lock_bh(&link->lock);
-	list_add_tail(&user->node, &link->users);
-	link->nusers++;
+	if (link->state == SMR_LINK_DEAD) {
+		err = -ENOLINK;
+	} else {
+		list_add_tail(&user->node, &link->users);
+		link->nusers++;
+	}
 	spin_unlock_bh(&link->lock);
+	return err;
 }
 
 /* @user no longer uses the link; an unused link idles out. */
@@ -817,6 +862,27 @@ void smr_link_discard(struct smr_link *link)
 	kfree(link);
 }
 
+/*
+ * A link never listed whose setup failed (the peer's, smr_link_accept()):
+ * DEAD first, under @lock as smr_link_down() marks it, so that the
+ * receives the drain flushes neither count as a failure nor queue a
+ * teardown on a link the caller is about to free (smr_link_discard());
+ * then drained and freed. The id is not ours to destroy (the handler's
+ * error makes rdma_cm do it): forgotten. Caller holds @setup_mutex.
+ */
+void smr_link_abandon(struct smr_link *link)
+{
+	lockdep_assert_held(&link->setup_mutex);
+	spin_lock_bh(&link->lock);
+	link->down = true;
+	WRITE_ONCE(link->state, SMR_LINK_DEAD);
+	spin_unlock_bh(&link->lock);
+	if (link->qp)
+		ib_drain_qp(link->qp);
+	smr_link_free_resources(link);
+	link->cm_id = NULL;
+}
+
 /* Free what smr_link_create_qp() made; the QP must be drained. */
 void smr_link_free_resources(struct smr_link *link)
 {
@@ -836,12 +902,18 @@ void smr_link_free_resources(struct smr_link *link)
 	if (link->pd)
 		ib_dealloc_pd(link->pd);
 	link->pd = NULL;
+	/* the pool (destroyed before) must not reach the freed PD either */
+	link->pool.pd = NULL;
 }
 
 /*
  * The PD, CQ, message slots and QP of a link whose rdma_cm @id resolved
  * its route (or came in), with every receive posted. Caller holds
- * @setup_mutex.
+ * @setup_mutex. On an error before the QP exists, nothing is left; once
+ * it exists (@link->qp set: posting a receive failed), everything is,
+ * receives posted: the caller drains and frees it (ours: the teardown;
+ * the peer's: smr_link_accept() after marking the link DEAD, so that the
+ * flushed receives do not take it down once more).
  */
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 {
@@ -916,14 +988,20 @@ int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 		rx->cqe.done = smr_link_recv_done;
 		rx->msg = link->msgs + off;
 		rx->dma = link->msgs_dma + off;
-		err = smr_link_post_recv(link, rx);
+		if (i == SMR_LINK_RQ_DEPTH / 2 &&
+		    smr_link_test_fault(SMR_LINK_FAULT_RECV))
+			err = -ENOMEM;
+		else
+			err = smr_link_post_recv(link, rx);
+		/*
+		 * The QP stays: the receives posted complete only once it is
+		 * drained, and how depends on the side (the caller's).
+		 */
 		if (err)
-			goto err_drain;
+			return err;
 	}
 	return 0;
 
-err_drain:
-	ib_drain_qp(link->qp);
 err:
 	smr_link_free_resources(link);
 	return err;
@@ -961,10 +1039,38 @@ void smr_link_list_add_locked(struct smr_link *link)
 	smr_links_count++;
 }
 
-void smr_link_list_add(struct smr_link *link)
+/*
+ * A passive link from @raddr is about to be built: true if it has room
+ * (smr_link_room_locked()), with its place in SMR_LINKS_MAX taken now,
+ * under the lock the check ran under, so no link listed meanwhile can
+ * take it too. The caller lists it (smr_link_list_reserved()) or gives
+ * the place back (smr_link_unreserve()). Passive builds are serialised
+ * (link_cm.c), so the per-peer count needs no reservation.
+ */
+bool smr_link_reserve(const struct in6_addr *raddr)
+{
+	bool room;
+
+	spin_lock_bh(&smr_links_lock);
+	room = smr_link_room_locked(raddr, true);
+	if (room)
+		smr_links_count++;
+	spin_unlock_bh(&smr_links_lock);
+	return room;
+}
+
+void smr_link_unreserve(void)
 {
 	spin_lock_bh(&smr_links_lock);
-	smr_link_list_add_locked(link);
+	smr_links_count--;
+	spin_unlock_bh(&smr_links_lock);
+}
+
+/* List @link in the place smr_link_reserve() took for it. */
+void smr_link_list_reserved(struct smr_link *link)
+{
+	spin_lock_bh(&smr_links_lock);
+	list_add_tail(&link->node, &smr_links);
 	spin_unlock_bh(&smr_links_lock);
 }
 

@@ -67,6 +67,7 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 			       const struct in6_addr *raddr);
 bool smr_link_needs_grant(struct smr_link *link, u32 *id, u8 *secret);
 int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret);
+void smr_link_grant_declined(struct smr_link *link);
 int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		   const struct in6_addr *raddr, const u8 *secret);
 void smr_link_detach(struct smr_link *link, struct smr_link_user *user);

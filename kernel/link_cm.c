@@ -36,7 +36,11 @@
  * the grant under smr_link_grants_lock (BH; the grants and their count,
  * freed at module exit) and builds passive links one at a time under
  * smr_link_accept_mutex (inside rdma_cm's handler lock, outside
- * @setup_mutex), so the bounds hold exactly. The listener lives from
+ * @setup_mutex), so the per-peer bound holds exactly; its place in
+ * SMR_LINKS_MAX is taken under smr_links_lock as its room is checked
+ * (smr_link_reserve()), so no active link listed meanwhile takes it
+ * (smr_link_get() checks and lists under that lock too): the total bound
+ * holds exactly as well. The listener lives from
  * smr_link_init() to smr_link_exit().
  */
 #include <crypto/algapi.h>
@@ -263,7 +267,6 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct in6_addr laddr, raddr;
 	struct smr_link *link;
 	struct smr_cm_priv p;
-	bool room;
 	int err;
 
 	if (smr_cm_priv_parse(ev->param.conn.private_data,
@@ -277,17 +280,14 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return smr_link_refuse(id);
 
 	mutex_lock(&smr_link_accept_mutex);
-	spin_lock_bh(&smr_links_lock);
-	room = smr_link_room_locked(&raddr, true);
-	spin_unlock_bh(&smr_links_lock);
-	if (!room) {
+	if (!smr_link_reserve(&raddr)) {
 		mutex_unlock(&smr_link_accept_mutex);
 		return smr_link_refuse(id);
 	}
 	link = smr_link_alloc(false, smr_link_connect_work);
 	if (!link) {
 		err = -ENOMEM;
-		goto err_unlock;
+		goto err_unreserve;
 	}
 	/* not listed yet; the mutex is for the teardown once it is */
 	mutex_lock(&link->setup_mutex);
@@ -302,30 +302,38 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (!err)
 		err = smr_link_create_qp(link, id);
 	if (err)
-		goto err_free;
+		goto err_build;
 	smr_link_conn_param(&param, priv, link);
 	id->context = link;
-	err = rdma_accept(id, &param);
+	err = smr_link_test_fault(SMR_LINK_FAULT_ACCEPT) ? -EIO :
+	      rdma_accept(id, &param);
 	if (err) {
 		id->context = NULL;
-		ib_drain_qp(link->qp);
-		smr_link_free_resources(link);
-		goto err_free;
+		goto err_build;
 	}
 	/* the QP is ready to send once accepted; RTU follows */
-	smr_link_list_add(link);
+	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
 	mutex_unlock(&link->setup_mutex);
 	mutex_unlock(&smr_link_accept_mutex);
 	return 0;
 
-err_free:
+err_build:
+	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	smr_link_abandon(link);
 	mutex_unlock(&link->setup_mutex);
 	smr_link_discard(link);
-err_unlock:
+err_unreserve:
+	smr_link_unreserve();
 	mutex_unlock(&smr_link_accept_mutex);
-	return err;	/* rdma_cm destroys the id (and rejects) */
+	/*
+	 * The grant is spent, so a retried request could only be refused:
+	 * rejected now (ib_cm would not after -ENOMEM), its link fails at
+	 * once instead of in its setup timeout.
+	 */
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return err;	/* rdma_cm destroys the id */
 }
 
 /*
@@ -486,6 +494,23 @@ static void smr_link_sockaddrs(int family, const struct in6_addr *laddr,
 }
 
 /*
+ * Attach @user to @link, whose reference (a lookup's) becomes the user's:
+ * 0, or -ENOLINK if the link went down since it was looked up (reference
+ * dropped; counted in links_attach_dead, and the caller's connection
+ * falls back with link_failure).
+ */
+static int smr_link_use(struct smr_link *link, struct smr_link_user *user)
+{
+	int err = smr_link_attach(link, user);
+
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_ATTACH_DEAD);
+		smr_link_put(link);
+	}
+	return err;
+}
+
+/*
  * The link from @laddr to @raddr (a connection's addresses, v4-mapped for
  * IPv4; @family says which), attached to @user: an existing one this host
  * may use (smr_link_lookup()), or a new one of ours, with a fresh secret,
@@ -503,18 +528,25 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	struct sockaddr_storage src = {}, dst = {};
 	struct smr_link *link, *found;
 	struct rdma_cm_id *id;
-	bool room = false;
+	bool room = false, retried = false;
 	int err = 0;
 
 	if (!net_eq(net, &init_net))
 		return NULL;
 
+again:
 	spin_lock_bh(&smr_links_lock);
 	found = smr_link_lookup(laddr, raddr);
 	spin_unlock_bh(&smr_links_lock);
 	if (found) {
-		smr_link_attach(found, user);
-		return found;
+		if (!smr_link_use(found, user))
+			return found;
+		/* it went down since: the lookup skips it now, once more */
+		if (!retried) {
+			retried = true;
+			goto again;
+		}
+		return NULL;
 	}
 
 	link = smr_link_alloc(true, smr_link_connect_work);
@@ -547,12 +579,13 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 	if (found || !room) {
 		rdma_destroy_id(id);
 		smr_link_discard(link);
-		if (found)
-			smr_link_attach(found, user);
+		if (found && smr_link_use(found, user))
+			found = NULL;
 		return found;
 	}
 	kref_get(&link->ref);		/* the user's */
-	smr_link_attach(link, user);
+	if (smr_link_use(link, user))
+		return NULL;	/* down already (its device went) */
 	/* cancelled by the teardown, like the keepalive it becomes */
 	queue_delayed_work(smr_link_wq, &link->keepalive_work,
 			   SMR_LINK_SETUP_TIMEOUT);
@@ -617,6 +650,26 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 }
 
 /*
+ * The client side: the peer DECLINEd our LINK_REQUEST for @link (its
+ * bounds are full, or it makes no links). A link it never granted cannot
+ * come up: it fails now (links_failed), not after SMR_LINK_SETUP_TIMEOUT
+ * with every connection to that peer meanwhile attaching to it and paying
+ * a round trip to be declined again. The connections waiting on it fall
+ * back; the next one asks afresh. Process context.
+ */
+void smr_link_grant_declined(struct smr_link *link)
+{
+	bool fail;
+
+	mutex_lock(&link->setup_mutex);
+	fail = link->active_side && !link->granted &&
+	       READ_ONCE(link->state) == SMR_LINK_CONNECTING;
+	mutex_unlock(&link->setup_mutex);
+	if (fail)
+		smr_link_fail(link, "peer declined its grant");
+}
+
+/*
  * The server side: the link the client named by our id @id, if it is
  * active, leads to the connection's peer @raddr, and lives in its
  * namespace. Attached to @user with a reference, or NULL.
@@ -634,8 +687,14 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 		smr_link_put(link);
 		link = NULL;
 	}
-	if (link)
-		smr_link_attach(link, user);
+	if (link && smr_link_test_fault(SMR_LINK_FAULT_FIND)) {
+		/* as if it idled out just now, all the way */
+		smr_link_down(link);
+		flush_work(&link->teardown_work);
+	}
+	/* it may have gone down since the lookup, its teardown done */
+	if (link && smr_link_use(link, user))
+		link = NULL;
 	return link;
 }
 

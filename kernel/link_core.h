@@ -166,15 +166,40 @@ extern unsigned int smr_links_count;
 extern struct workqueue_struct *smr_link_wq;
 extern const struct smr_link_ops *smr_link_user_ops;
 
+/*
+ * Faults only the test module has (Kbuild SMR_TEST_HOOKS=1; link.c's
+ * module parameters of the same names, each a count of the faults still to
+ * come): the link layer's error paths, on demand.
+ */
+enum smr_link_fault {
+	SMR_LINK_FAULT_ACCEPT,	/* a passive link's accept fails, QP built */
+	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
+	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
+	SMR_LINK_FAULTS,
+};
+
+#ifdef SMR_TEST_HOOKS
+bool smr_link_test_fault(enum smr_link_fault fault);
+#else
+/* The test module's fault @fault is due now: never in the product. */
+static inline bool smr_link_test_fault(enum smr_link_fault fault)
+{
+	return false;
+}
+#endif
+
 struct smr_link *smr_link_alloc(bool active_side, work_func_t connect);
 void smr_link_discard(struct smr_link *link);
+void smr_link_abandon(struct smr_link *link);
 struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 				 const struct in6_addr *raddr);
 struct smr_link *smr_link_lookup_id(u32 id);
 bool smr_link_room_locked(const struct in6_addr *raddr, bool passive);
 void smr_link_list_add_locked(struct smr_link *link);
-void smr_link_list_add(struct smr_link *link);
-void smr_link_attach(struct smr_link *link, struct smr_link_user *user);
+bool smr_link_reserve(const struct in6_addr *raddr);
+void smr_link_unreserve(void);
+void smr_link_list_reserved(struct smr_link *link);
+int smr_link_attach(struct smr_link *link, struct smr_link_user *user);
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);
 void smr_link_free_resources(struct smr_link *link);
 void smr_link_set_active(struct smr_link *link);

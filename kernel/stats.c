@@ -54,6 +54,7 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_LINKS_FAILED]		= "links_failed",
 	[SMR_STAT_LINKS_GRANTED]	= "links_granted",
 	[SMR_STAT_LINKS_REFUSED]	= "links_refused",
+	[SMR_STAT_LINKS_ATTACH_DEAD]	= "links_attach_dead",
 	[SMR_STAT_CDC_SENT]		= "cdc_sent",
 	[SMR_STAT_CDC_RECEIVED]		= "cdc_received",
 	[SMR_STAT_CDC_STALE]		= "cdc_stale",

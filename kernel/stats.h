@@ -38,6 +38,7 @@ enum smr_stat {
 	SMR_STAT_LINKS_FAILED,		/* links that died in error */
 	SMR_STAT_LINKS_GRANTED,		/* link secrets granted to peers */
 	SMR_STAT_LINKS_REFUSED,		/* rdma_cm requests rejected unbuilt */
+	SMR_STAT_LINKS_ATTACH_DEAD,	/* found links gone before attached */
 	SMR_STAT_CDC_SENT,
 	SMR_STAT_CDC_RECEIVED,
 	SMR_STAT_CDC_STALE,		/* ignored: old sequence number */

@@ -847,6 +847,8 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 		opt.flags = SMR_OPT_F_NO_DEVICE;
 		result = SMR_NEGOT_PEER_NO_DEVICE;
 	} else {
+		/* the client may ask for a link's grant (handshake.c) */
+		opt.flags = SMR_OPT_F_LINK_REQUEST;
 		result = SMR_NEGOT_ANSWERED;
 	}
 	opt.nonce = smr_opt_proof(n.nonce);
@@ -968,6 +970,8 @@ static u8 smr_decide_synack(const struct smr_negot *n, const void *arg)
 		return SMR_NEGOT_COOKIE;
 	if (opt->flags & SMR_OPT_F_NO_DEVICE)
 		return SMR_NEGOT_PEER_NO_DEVICE;
+	if (!(opt->flags & SMR_OPT_F_LINK_REQUEST))
+		return SMR_NEGOT_PEER_NO_GRANTS;
 	return SMR_NEGOT_ANSWERED;
 }
 

@@ -32,6 +32,7 @@ typedef __u64 u64;
 #define SMR_OPT_ROLE_ANSWER	2		/* in a SYN-ACK */
 #define SMR_OPT_F_COOKIE	0x01		/* answer: SYN cookie, no SMR */
 #define SMR_OPT_F_NO_DEVICE	0x02		/* answer: no RDMA device here */
+#define SMR_OPT_F_LINK_REQUEST	0x04		/* answer: takes LINK_REQUEST */
 
 struct smr_opt {
 	u8	version;

@@ -15,6 +15,9 @@ suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
+	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
+	"mixed_version|B runs main's module (build/main-ko/smr.ko, a copy of a checkout without LINK_REQUEST; the case fails if it is absent): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B runs this module again and a connection runs in mode rdma"
+	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
 # the flood: requests per mode, seconds per mode, modes
@@ -54,7 +57,39 @@ NFT
 	echo ok
 }
 
+# fault NAME [N]: the test module's parameter NAME (fault_*) set to N if
+# given, then read back.
+b_fault() {
+	fault_param "$@"
+}
+
+# main_ko: load the pre-LINK_REQUEST module (mixed_version) instead of
+# this one; prints "rc=N" and what insmod said.
+b_main_ko() {
+	local ko=${SMR_REPO:-$BED_TOP}/build/main-ko/smr.ko out rc
+	[ -f "$ko" ] || { echo "rc=2"; echo "missing $ko"; return; }
+	out=$(rmmod smr 2>&1) || { echo "rc=1"; echo "rmmod: $out"; return; }
+	out=$(insmod "$ko" 2>&1)
+	rc=$?
+	echo "rc=$rc"
+	[ -z "$out" ] || echo "$out"
+}
+
+# own_ko: this module again after main_ko.
+b_own_ko() {
+	rmmod smr 2>/dev/null
+	rdma_insmod
+}
+
 # --- both hosts ----------------------------------------------------------------
+
+fault_param() {
+	local f=/sys/module/smr/parameters/$1
+	[[ $1 =~ ^fault_[a-z_]+$ ]] || { echo "bad name"; return; }
+	[ -e "$f" ] || { echo "missing $1 (not the test module?)"; return; }
+	[ -z "${2:-}" ] || echo "$2" >"$f"
+	cat "$f"
+}
 
 # meminfo_now: "MemAvailable Slab" in kB.
 meminfo_now() {
@@ -177,16 +212,58 @@ case_flood() {
 	t_end
 }
 
-case_grant() {
+# fault_on HOST NAME [N]: fault_param on host a or b.
+fault_on() {
+	local host=$1
+	shift
+	if [ "$host" = a ]; then fault_param "$@"; else b_call fault "$@"; fi
+}
+
+# links_reset: no link between the two hosts (both idle out theirs).
+links_reset() {
 	local saved
-	t_begin grant
-	# no link between the two hosts to begin with
 	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
 	sysctl -qw net.smr.link_idle_timeout_ms=1000
 	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
 	wait_until 60 links_gone || t_fail "links did not idle out: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved" >/dev/null
+}
+
+# fallback_round NAME PORT WANT: one connection A -> B that must fall back
+# to TCP intact; its reason on A must be one of WANT (words).
+fallback_round() {
+	local reason
+	serve "$1" -p "$2" -n 1 -s 65536 -M tcp -T 120 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 65536 -M tcp -T 120
+	server_result "$1" 60
+	pair_check "$1" 1 65536
+	reason=$(grep '^conn ' "$work/$1.client" | grep -o ' reason=[^ ]*' | head -n 1)
+	ck "$1: A's fallback reason" "${reason# reason=}" in "$3"
+}
+
+# after_round NAME PORT: after a case's faults, one connection A -> B on
+# a new link runs in mode rdma, intact (pair_check), the link up on both
+# hosts (links_created +1 each); after_note says so.
+after_round() {
+	local ca cb
+	snap "$1.pre"
+	serve "$1" -p "$2" -n 1 -s 1048576 -T 120 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 1048576 -T 120
+	server_result "$1" 60
+	pair_check "$1" 1 1048576
+	snap "$1.post"
+	ca=$(delta "$1.pre" "$1.post" a links_created)
+	cb=$(delta "$1.pre" "$1.post" b links_created)
+	ck "$1: A's links_created" "$ca" eq 1
+	ck "$1: B's links_created" "$cb" eq 1
+	after_note="mode rdma intact, links_created A +$ca B +$cb"
+}
+
+case_grant() {
+	t_begin grant
+	# no link between the two hosts to begin with
+	links_reset
 	snap grant.pre
 	serve grant1 -p 6170 -n 1 -s 1048576 -T 120 || { t_end; return; }
 	client grant1 -a "$peer" -p 6170 -n 1 -s 1048576 -T 120
@@ -273,5 +350,109 @@ case_idle() {
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
 	b_call roce_drop off >/dev/null
+	t_end
+}
+
+# setup_fail: each of the test module's faults in a link's setup after its
+# QP and receives exist, setup_fail_rounds times on fresh links.
+setup_fail_rounds=8
+
+case_setup_fail() {
+	local spec what host param r i tag port=6300 failed figures=()
+	t_begin setup_fail
+	links_reset
+	for spec in accept:b:fault_link_accept recv:b:fault_link_recv \
+		    recv:a:fault_link_recv; do
+		IFS=: read -r what host param <<<"$spec"
+		tag=sf.$what.$host
+		snap "$tag.pre"
+		r=$(fault_on "$host" "$param" "$setup_fail_rounds")
+		ck "$host: $param armed" "$r" eq "$setup_fail_rounds"
+		for ((i = 1; i <= setup_fail_rounds; i++)); do
+			port=$((port + 1))
+			# A's link is refused (B's faults) or fails (A's)
+			fallback_round "$tag.$i" "$port" "link_failure peer_declined" || break
+		done
+		ck "$host: $param once every round ran" "$(fault_on "$host" "$param")" eq 0
+		wait_until 30 links_gone ||
+			t_fail "$tag: links left: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+		snap "$tag.post"
+		failed=$(delta "$tag.pre" "$tag.post" "$host" links_failed)
+		ck "$tag: $host's links_failed" "$failed" eq "$setup_fail_rounds"
+		ck "$tag: B's links_created" "$(delta "$tag.pre" "$tag.post" b links_created)" eq 0
+		ck "$tag: A's links_created" "$(delta "$tag.pre" "$tag.post" a links_created)" eq 0
+		ck "$tag: A's smr QPs left" "$(rdma_res_count "$work/$tag.post.a.qp" smr)" eq 0
+		ck "$tag: B's smr QPs left" "$(rdma_res_count "$work/$tag.post.b.qp" smr)" eq 0
+		figures+=("$what on $host: $setup_fail_rounds of $setup_fail_rounds fell back, $host's links_failed +$failed")
+	done
+	# nothing the faults left stands in the way of the next link
+	after_round sf.after 6390 && figures+=("then a fresh link: $after_note")
+	for r in "${figures[@]}"; do
+		t_note "$r"
+	done
+	t_end
+}
+
+# attach_dead: B's lookup of the link a PROPOSAL names races its teardown
+# (forced by fault_link_find), attach_dead_rounds times on fresh links.
+attach_dead_rounds=8
+
+case_attach_dead() {
+	local r i port=6400 n_tcp
+	t_begin attach_dead
+	links_reset
+	snap ad.pre
+	r=$(fault_on b fault_link_find "$attach_dead_rounds")
+	ck "B: fault_link_find armed" "$r" eq "$attach_dead_rounds"
+	for ((i = 1; i <= attach_dead_rounds; i++)); do
+		port=$((port + 1))
+		fallback_round "ad.$i" "$port" "peer_declined link_failure" || break
+		# the next round's link is a new one: A's went with B's
+		wait_until 30 no_links_a || t_fail "ad.$i: A's link did not go"
+	done
+	ck "B: fault_link_find once every round ran" "$(fault_on b fault_link_find)" eq 0
+	wait_until 30 links_gone ||
+		t_fail "links left: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	snap ad.post
+	n_tcp=$(delta ad.pre ad.post b handshakes_completed)
+	ck "B: handshakes completed (none may use a link that went)" "$n_tcp" eq 0
+	ck "B: links_attach_dead" "$(delta ad.pre ad.post b links_attach_dead)" eq "$attach_dead_rounds"
+	ck "A's smr QPs left" "$(rdma_res_count "$work/ad.post.a.qp" smr)" eq 0
+	ck "B's smr QPs left" "$(rdma_res_count "$work/ad.post.b.qp" smr)" eq 0
+	t_note "$attach_dead_rounds connections whose link went between B's lookup and attach fell back; links_created A +$(delta ad.pre ad.post a links_created) B +$(delta ad.pre ad.post b links_created), B's links_attach_dead +$(delta ad.pre ad.post b links_attach_dead)"
+	after_round ad.after 6490 && t_note "then a fresh link: $after_note"
+	t_end
+}
+
+# mixed_version: a rolling upgrade, B still on a module that predates
+# LINK_REQUEST (main's); mixed_version_rounds connections A -> B.
+mixed_version_rounds=8
+
+case_mixed_version() {
+	local r i port=6500 n_rst
+	t_begin mixed_version
+	links_reset
+	r=$(b_call main_ko)
+	if [[ $r != rc=0* ]]; then
+		t_fail "B: load main's module: $(tr '\n' ' ' <<<"$r")"
+		b_call own_ko >/dev/null
+		t_end
+		return
+	fi
+	snap mv.pre
+	for ((i = 1; i <= mixed_version_rounds; i++)); do
+		port=$((port + 1))
+		fallback_round "mv.$i" "$port" "version_mismatch" || break
+	done
+	snap mv.post
+	ck "A: handshakes_declined" "$(delta mv.pre mv.post a handshakes_declined)" eq "$mixed_version_rounds"
+	n_rst=$(delta mv.pre mv.post a handshakes_aborted)
+	ck "A: handshakes_aborted (a reset)" "$n_rst" eq 0
+	ck "A: links_created" "$(delta mv.pre mv.post a links_created)" eq 0
+	ck "A's smr QPs left" "$(rdma_res_count "$work/mv.post.a.qp" smr)" eq 0
+	r=$(b_call own_ko)
+	[[ $r == rc=0* ]] || t_fail "B: load this module again: $(tr '\n' ' ' <<<"$r")"
+	t_note "$mixed_version_rounds connections to main's module on B: A's handshakes_declined +$(delta mv.pre mv.post a handshakes_declined), handshakes_aborted +$n_rst, fallback version_mismatch +$(delta mv.pre mv.post a fallback_version_mismatch)"
+	after_round mv.after 6590 && t_note "then this module on B: $after_note"
 	t_end
 }

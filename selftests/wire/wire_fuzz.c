@@ -27,7 +27,7 @@
  *  - smr_cm_priv_parse() returns the error of the first check that fails
  *    (length, magic, version, fields: link id, credits bounds, reserved,
  *    a secret that is all zero),
- *    leaves @out untouched on failure, ignores bytes past 16, and what it
+ *    leaves @out untouched on failure, ignores bytes past 32, and what it
  *    accepts smr_cm_priv_build() reproduces byte for byte; private data
  *    built from any struct parses back exactly when its fields are valid;
  *  - smr_cursor_to_count() accepts exactly the cursors that name a byte

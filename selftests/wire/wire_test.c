@@ -1165,6 +1165,37 @@ TEST(opt_parse_golden_bytes)
 	EXPECT_EQ(0x95158563, o.nonce);
 }
 
+/*
+ * The answer flags (protocol.rst: bit 0 COOKIE, 1 NO_DEVICE, 2
+ * LINK_REQUEST) travel in byte 7 as they are; unknown bits are kept for
+ * the caller to ignore, not rejected (an older host's answer lacks bit 2,
+ * a newer one's may have more).
+ */
+TEST(opt_answer_flags_bits)
+{
+	static const uint8_t flags[] = {
+		SMR_OPT_F_COOKIE, SMR_OPT_F_NO_DEVICE, SMR_OPT_F_LINK_REQUEST,
+		0x00, 0xf8, 0xff,
+	};
+	uint8_t buf[SMR_OPT_LEN];
+
+	EXPECT_EQ(0x01, SMR_OPT_F_COOKIE);
+	EXPECT_EQ(0x02, SMR_OPT_F_NO_DEVICE);
+	EXPECT_EQ(0x04, SMR_OPT_F_LINK_REQUEST);
+	for (size_t i = 0; i < sizeof(flags); i++) {
+		struct smr_opt in = { .version = 1, .role = SMR_OPT_ROLE_ANSWER,
+				      .flags = flags[i],
+				      .nonce = smr_opt_proof(0x12345678) };
+		struct smr_opt out;
+
+		smr_opt_write(buf, &in);
+		EXPECT_EQ(flags[i], buf[7]);
+		ASSERT_EQ(1, opt_parse_exact(buf, sizeof(buf), &out));
+		EXPECT_EQ(flags[i], out.flags);
+		EXPECT_EQ(SMR_OPT_ROLE_ANSWER, out.role);
+	}
+}
+
 TEST(opt_in_syn_with_mss_sack_ts_ws)
 {
 	uint8_t area[40] = {
