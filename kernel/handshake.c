@@ -40,6 +40,7 @@
 #include "stats.h"
 #include "sysctl.h"
 #include "tcp_path.h"
+#include "test_hooks.h"
 #include "transport.h"
 #include "wire.h"
 
@@ -645,7 +646,7 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		smr_hs_fallback(smr, SMR_REASON_PEER_NO_SMR);
 		return;
 	}
-	if (!err && msg.type == SMR_HS_LINK_REQUEST) {
+	if (!err && msg.type == SMR_HS_LINK_REQUEST && !smr_test_answer_old()) {
 		smr_hs_server_grant(smr, &msg);
 		return;
 	}

@@ -128,6 +128,7 @@
 #include "stats.h"
 #include "sysctl.h"
 #include "tcp_path.h"
+#include "test_hooks.h"
 #include "wire.h"
 
 /* a TCP header with every option byte used: 20 fixed + 40 */
@@ -848,7 +849,7 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 		result = SMR_NEGOT_PEER_NO_DEVICE;
 	} else {
 		/* the client may ask for a link's grant (handshake.c) */
-		opt.flags = SMR_OPT_F_LINK_REQUEST;
+		opt.flags = smr_test_answer_old() ? 0 : SMR_OPT_F_LINK_REQUEST;
 		result = SMR_NEGOT_ANSWERED;
 	}
 	opt.nonce = smr_opt_proof(n.nonce);

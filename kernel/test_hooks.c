@@ -9,6 +9,12 @@
  * data breaks rule N of Documentation/protocol.rst's cursor checks, so
  * that a test can see the receiver refuse it. It reads 0 again once used.
  *
+ * fault_answer_old (selftests/attack, case "mixed_version"): while set,
+ * this host negotiates as a module older than LINK_REQUEST: its SYN-ACK
+ * answers lack SMR_OPT_F_LINK_REQUEST and a LINK_REQUEST it receives is
+ * an unknown message (the connection resets), so a rolling upgrade can be
+ * tested with one build.
+ *
  * Locking and lifetimes: the parameter is claimed by cmpxchg, so one CDC
  * takes each fault; the CDC's fields are the caller's (conn->lock held).
  */
@@ -33,6 +39,17 @@ static int smr_fault_cdc;
 module_param_named(fault_cdc, smr_fault_cdc, int, 0644);
 MODULE_PARM_DESC(fault_cdc,
 		 "test only: the next data CDC breaks cursor rule N (1-6)");
+
+static bool smr_fault_answer_old;
+module_param_named(fault_answer_old, smr_fault_answer_old, bool, 0644);
+MODULE_PARM_DESC(fault_answer_old,
+		 "test only: negotiate as a module older than LINK_REQUEST");
+
+/* This host answers as a module older than LINK_REQUEST would. */
+bool smr_test_answer_old(void)
+{
+	return READ_ONCE(smr_fault_answer_old);
+}
 
 /*
  * Break the rule fault_cdc names in @cdc, about to carry @n bytes (@data:

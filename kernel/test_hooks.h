@@ -16,6 +16,7 @@ struct smr_cdc;
 int smr_test_cdc_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
 		       u8 *data);
 void smr_test_cdc_fault_unsent(int fault);
+bool smr_test_answer_old(void);
 #else
 /* The rule of protocol.rst a data CDC about to be posted breaks: none. */
 static inline int smr_test_cdc_fault(struct smr_conn *conn,
@@ -26,6 +27,12 @@ static inline int smr_test_cdc_fault(struct smr_conn *conn,
 
 /* A CDC smr_test_cdc_fault() broke did not go out. */
 static inline void smr_test_cdc_fault_unsent(int fault) { }
+
+/* This host answers as a module older than LINK_REQUEST would: never. */
+static inline bool smr_test_answer_old(void)
+{
+	return false;
+}
 #endif
 
 #endif /* _SMR_TEST_HOOKS_H */

@@ -8,9 +8,7 @@
 # that never carries a connection idling out; link setups that fail on
 # either side (test hooks fault_link_*); a link that goes down between a
 # server's lookup and its attach; a peer whose module predates
-# LINK_REQUEST (mixed_version: it boots build/main-ko/smr.ko on B, which
-# the caller copies there, e.g. from a checkout of main:
-# mkdir -p build/main-ko && cp ../main/kernel/smr.ko build/main-ko/).
+# LINK_REQUEST (mixed_version: the test module's fault_answer_old).
 # Two guests on the rdma bed
 # (selftests/rdma/bed.sh; selftests/rdma_test.sh documents the
 # environment, SMR_RDMA_VM_RUN included: another checkout's module), its

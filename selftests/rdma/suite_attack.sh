@@ -16,7 +16,7 @@ suite_tests=(
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
-	"mixed_version|B runs main's module (build/main-ko/smr.ko, a copy of a checkout without LINK_REQUEST; the case fails if it is absent): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B runs this module again and a connection runs in mode rdma"
+	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -63,24 +63,6 @@ b_fault() {
 	fault_param "$@"
 }
 
-# main_ko: load the pre-LINK_REQUEST module (mixed_version) instead of
-# this one; prints "rc=N" and what insmod said.
-b_main_ko() {
-	local ko=${SMR_REPO:-$BED_TOP}/build/main-ko/smr.ko out rc
-	[ -f "$ko" ] || { echo "rc=2"; echo "missing $ko"; return; }
-	out=$(rmmod smr 2>&1) || { echo "rc=1"; echo "rmmod: $out"; return; }
-	out=$(insmod "$ko" 2>&1)
-	rc=$?
-	echo "rc=$rc"
-	[ -z "$out" ] || echo "$out"
-}
-
-# own_ko: this module again after main_ko.
-b_own_ko() {
-	rmmod smr 2>/dev/null
-	rdma_insmod
-}
-
 # --- both hosts ----------------------------------------------------------------
 
 fault_param() {
@@ -98,15 +80,6 @@ meminfo_now() {
 }
 
 # --- host A --------------------------------------------------------------------
-
-wait_until() {
-	local until=$((SECONDS + $1))
-	shift
-	while ! "$@"; do
-		[ "$SECONDS" -lt "$until" ] || return 1
-		sleep 0.2
-	done
-}
 
 no_links_a() {
 	[ "$(rdma_links | rdma_links_count -)" = 0 ]
@@ -424,18 +397,19 @@ case_attach_dead() {
 	t_end
 }
 
-# mixed_version: a rolling upgrade, B still on a module that predates
-# LINK_REQUEST (main's); mixed_version_rounds connections A -> B.
+# mixed_version: a rolling upgrade, B still negotiating as a module that
+# predates LINK_REQUEST (the test module's fault_answer_old: its answers
+# lack the flag, a LINK_REQUEST resets, as main's module at 24398b7 did);
+# mixed_version_rounds connections A -> B.
 mixed_version_rounds=8
 
 case_mixed_version() {
 	local r i port=6500 n_rst
 	t_begin mixed_version
 	links_reset
-	r=$(b_call main_ko)
-	if [[ $r != rc=0* ]]; then
-		t_fail "B: load main's module: $(tr '\n' ' ' <<<"$r")"
-		b_call own_ko >/dev/null
+	r=$(b_call fault fault_answer_old 1)
+	if [ "$r" != Y ]; then
+		t_fail "B: fault_answer_old: $r"
 		t_end
 		return
 	fi
@@ -450,9 +424,9 @@ case_mixed_version() {
 	ck "A: handshakes_aborted (a reset)" "$n_rst" eq 0
 	ck "A: links_created" "$(delta mv.pre mv.post a links_created)" eq 0
 	ck "A's smr QPs left" "$(rdma_res_count "$work/mv.post.a.qp" smr)" eq 0
-	r=$(b_call own_ko)
-	[[ $r == rc=0* ]] || t_fail "B: load this module again: $(tr '\n' ' ' <<<"$r")"
-	t_note "$mixed_version_rounds connections to main's module on B: A's handshakes_declined +$(delta mv.pre mv.post a handshakes_declined), handshakes_aborted +$n_rst, fallback version_mismatch +$(delta mv.pre mv.post a fallback_version_mismatch)"
-	after_round mv.after 6590 && t_note "then this module on B: $after_note"
+	r=$(b_call fault fault_answer_old 0)
+	ck "B: fault_answer_old cleared" "$r" eq N
+	t_note "$mixed_version_rounds connections to B answering as a pre-LINK_REQUEST module: A's handshakes_declined +$(delta mv.pre mv.post a handshakes_declined), handshakes_aborted +$n_rst, fallback version_mismatch +$(delta mv.pre mv.post a fallback_version_mismatch)"
+	after_round mv.after 6590 && t_note "then B answering as this module: $after_note"
 	t_end
 }
