@@ -458,8 +458,13 @@ void smr_buf_free(struct smr_buf *buf)
 
 /*
  * The allocations of a new buffer, charged (__GFP_ACCOUNT) to the memory
- * cgroup the caller made the active one. The MR is the driver's.
+ * cgroup the caller made the active one. The MR is the driver's. A group
+ * at its limit fails them (__GFP_RETRY_MAYFAIL) and the connection falls
+ * back, no_memory: a peer's connections must never make the memory
+ * cgroup OOM-kill one of the listener's tasks.
  */
+#define SMR_BUF_GFP	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
 static struct smr_buf *smr_buf_alloc_charged(struct ib_pd *pd, u32 size,
 					     bool remote)
 {
@@ -468,24 +473,24 @@ static struct smr_buf *smr_buf_alloc_charged(struct ib_pd *pd, u32 size,
 	struct smr_buf *buf;
 	int err;
 
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
+	buf = kzalloc(sizeof(*buf), SMR_BUF_GFP);
 	if (!buf)
 		return NULL;
 	buf->size = size;
 	buf->remote = remote;
 	buf->dev = pd->device;
 	atomic_long_add(size, &smr_buf_mem_used);
-	buf->cpu = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	buf->cpu = __vmalloc(size, SMR_BUF_GFP | __GFP_ZERO);
 	if (!buf->cpu)
 		goto err;
 
-	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	pages = kvmalloc_array(npages, sizeof(*pages), SMR_BUF_GFP);
 	if (!pages)
 		goto err;
 	for (i = 0; i < npages; i++)
 		pages[i] = vmalloc_to_page(buf->cpu + ((size_t)i << PAGE_SHIFT));
 	err = sg_alloc_table_from_pages(&buf->sgt, pages, npages, 0, size,
-					GFP_KERNEL_ACCOUNT);
+					SMR_BUF_GFP);
 	kvfree(pages);
 	if (err)
 		goto err;

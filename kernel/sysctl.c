@@ -35,6 +35,9 @@ static int smr_buf_max_max = SMR_HS_RMB_MAX;
 static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
 static int smr_negot_max_min = SMR_NEGOT_MAX_MIN;
 static int smr_negot_max_max = SMR_NEGOT_MAX_MAX;
+/* byte limits: a value past LONG_MAX would read back as negative */
+static unsigned long smr_bytes_min;
+static unsigned long smr_bytes_max = LONG_MAX;
 
 static struct ctl_table smr_sysctl_table[] = {
 	{
@@ -88,6 +91,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{
 		.procname	= "cdc_inline_max",
@@ -104,6 +109,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{
 		.procname	= "negotiation_records_max",
@@ -120,6 +127,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{
 		.procname	= "mem_pool_link_max",
@@ -127,6 +136,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{
 		.procname	= "mem_unaccepted_max",
@@ -134,6 +145,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{
 		.procname	= "mem_unaccepted_peer_max",
@@ -141,6 +154,8 @@ static struct ctl_table smr_sysctl_table[] = {
 		.maxlen		= sizeof(long),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &smr_bytes_min,
+		.extra2		= &smr_bytes_max,
 	},
 	{ }	/* the end, for kernels that read up to it: not counted */
 };

@@ -144,8 +144,12 @@
 #define SMR_NEGOT_GC_PERIOD	(5 * HZ)
 /* records the GC handles per hold of the lock (BH off) */
 #define SMR_NEGOT_GC_BATCH	64
-/* records are charged to a memory cgroup (see "Memory") */
-#define SMR_NEGOT_GFP		(GFP_ATOMIC | __GFP_ACCOUNT)
+/*
+ * Records are charged to a memory cgroup (see "Memory"). Not GFP_ATOMIC:
+ * its __GFP_HIGH forces the charge past the group's limit, so a flood
+ * would push a container over it; a failed charge only costs the offer.
+ */
+#define SMR_NEGOT_GFP		(GFP_NOWAIT | __GFP_ACCOUNT | __GFP_NOWARN)
 
 /* The two shares of a namespace's records, by who made the offer. */
 enum smr_negot_pool {
