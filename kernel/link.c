@@ -121,6 +121,18 @@ module_param_named(fault_link_find, smr_link_faults[SMR_LINK_FAULT_FIND],
 MODULE_PARM_DESC(fault_link_find,
 		 "test only: the next N links a PROPOSAL names go down between lookup and attach");
 
+/*
+ * What a failing rdma_accept() does before it returns (cma_modify_qp_err()
+ * on its reject path): the QP goes to error, its receives flush.
+ */
+int smr_link_test_accept_fails(struct smr_link *link)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	ib_modify_qp(link->qp, &attr, IB_QP_STATE);
+	return -EIO;
+}
+
 /* One @fault is due: true, and one fewer to come. Any context. */
 bool smr_link_test_fault(enum smr_link_fault fault)
 {
@@ -1139,6 +1151,13 @@ static void smr_link_teardown(struct work_struct *work)
 	struct smr_link_user *user;
 	bool listed;
 
+	/*
+	 * DEAD already: no rdma_cm handler builds on the link after this,
+	 * nor lists it (a passive link is listed under this mutex): unlisted
+	 * only then, or it could stay listed, and counted, for ever.
+	 */
+	mutex_lock(&link->setup_mutex);
+	mutex_unlock(&link->setup_mutex);
 	spin_lock_bh(&smr_links_lock);
 	listed = !list_empty(&link->node);
 	list_del_init(&link->node);
@@ -1146,10 +1165,6 @@ static void smr_link_teardown(struct work_struct *work)
 		smr_links_count--;
 	xa_erase_bh(&smr_link_ids, link->id);
 	spin_unlock_bh(&smr_links_lock);
-
-	/* DEAD already: no rdma_cm handler builds on the link after this */
-	mutex_lock(&link->setup_mutex);
-	mutex_unlock(&link->setup_mutex);
 	/* nor queues a connect: one queued before runs (sees DEAD) or goes */
 	if (cancel_work_sync(&link->connect_work))
 		smr_link_put(link);

@@ -267,6 +267,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct in6_addr laddr, raddr;
 	struct smr_link *link;
 	struct smr_cm_priv p;
+	bool dead;
 	int err;
 
 	if (smr_cm_priv_parse(ev->param.conn.private_data,
@@ -291,6 +292,15 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	/* not listed yet; the mutex is for the teardown once it is */
 	mutex_lock(&link->setup_mutex);
+	/*
+	 * Until it is listed this path owns the link's end: a failure
+	 * meanwhile (rdma_accept() itself moves the QP to error when it
+	 * fails, and the receives flush) only marks it DEAD, and queues no
+	 * teardown on a link smr_link_abandon() frees.
+	 */
+	spin_lock_bh(&link->lock);
+	link->down = true;
+	spin_unlock_bh(&link->lock);
 	link->peer_id = p.link_id;
 	link->peer_credits = p.credits;
 	memcpy(link->secret, p.secret, sizeof(link->secret));
@@ -305,8 +315,8 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto err_build;
 	smr_link_conn_param(&param, priv, link);
 	id->context = link;
-	err = smr_link_test_fault(SMR_LINK_FAULT_ACCEPT) ? -EIO :
-	      rdma_accept(id, &param);
+	err = smr_link_test_fault(SMR_LINK_FAULT_ACCEPT) ?
+	      smr_link_test_accept_fails(link) : rdma_accept(id, &param);
 	if (err) {
 		id->context = NULL;
 		goto err_build;
@@ -315,6 +325,13 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
+	/* listed: its failures are the teardown's now, one meanwhile too */
+	spin_lock_bh(&link->lock);
+	link->down = false;
+	dead = link->state == SMR_LINK_DEAD;
+	spin_unlock_bh(&link->lock);
+	if (dead)
+		smr_link_down(link);
 	mutex_unlock(&link->setup_mutex);
 	mutex_unlock(&smr_link_accept_mutex);
 	return 0;
@@ -659,14 +676,14 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
  */
 void smr_link_grant_declined(struct smr_link *link)
 {
-	bool fail;
-
+	/* failed under the mutex: a GRANT another connection reads meanwhile
+	 * either finds it failed or made it granted first
+	 */
 	mutex_lock(&link->setup_mutex);
-	fail = link->active_side && !link->granted &&
-	       READ_ONCE(link->state) == SMR_LINK_CONNECTING;
-	mutex_unlock(&link->setup_mutex);
-	if (fail)
+	if (link->active_side && !link->granted &&
+	    READ_ONCE(link->state) == SMR_LINK_CONNECTING)
 		smr_link_fail(link, "peer declined its grant");
+	mutex_unlock(&link->setup_mutex);
 }
 
 /*

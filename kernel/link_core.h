@@ -108,7 +108,8 @@ struct smr_link {
 	u32			peer_id;
 	u8			state;		/* enum smr_link_state */
 	bool			active_side;	/* we connected */
-	bool			down;		/* teardown queued */
+	/* teardown queued, or (passive, not listed yet) smr_link_accept()'s */
+	bool			down;
 	/*
 	 * Both ends' SMR handshake made this link: ours once the peer's
 	 * accept echoed the secret it granted us, the peer's from the
@@ -180,11 +181,18 @@ enum smr_link_fault {
 
 #ifdef SMR_TEST_HOOKS
 bool smr_link_test_fault(enum smr_link_fault fault);
+int smr_link_test_accept_fails(struct smr_link *link);
 #else
 /* The test module's fault @fault is due now: never in the product. */
 static inline bool smr_link_test_fault(enum smr_link_fault fault)
 {
 	return false;
+}
+
+/* Never called in the product (smr_link_test_fault() is false). */
+static inline int smr_link_test_accept_fails(struct smr_link *link)
+{
+	return -EIO;
 }
 #endif
 
