@@ -38,9 +38,8 @@
  *   allocated with __GFP_ACCOUNT in the memory cgroup the connection
  *   names (its socket's sk_memcg; a child's is its listener's), from
  *   whatever context allocates them (the handshake work). Pages keep the
- *   charge of the cgroup they were allocated in: a pooled buffer reused by
- *   another connection stays charged to the first one's cgroup until it
- *   is freed.
+ *   charge of the cgroup they were allocated in, so a pooled buffer is
+ *   reused only by connections of that cgroup (buf->memcg).
  *
  * Buffers are registered on their link's queue pair, which belongs to the
  * layer above: the link hands each pool its protection domain and a
@@ -453,6 +452,7 @@ void smr_buf_free(struct smr_buf *buf)
 	sg_free_table(&buf->sgt);
 	vfree(buf->cpu);
 	atomic_long_sub(buf->size, &smr_buf_mem_used);
+	smr_buf_memcg_put(buf->memcg);
 	kfree(buf);
 }
 
@@ -529,6 +529,8 @@ static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote,
 	old = set_active_memcg(memcg);
 	buf = smr_buf_alloc_charged(pd, size, remote);
 	set_active_memcg(old);
+	if (buf)
+		buf->memcg = smr_buf_memcg_hold(memcg);
 	return buf;
 }
 
@@ -648,7 +650,8 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry(b, &pool->free, node) {
-		if (b->size == size && b->remote == remote) {
+		if (b->size == size && b->remote == remote &&
+		    b->memcg == memcg) {
 			smr_buf_unpool_locked(pool, b);
 			buf = b;
 			break;

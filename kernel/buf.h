@@ -55,6 +55,12 @@ struct smr_buf {
 	int			nents;		/* DMA-mapped entries */
 	struct ib_mr		*mr;
 	struct ib_device	*dev;
+	/*
+	 * the memory cgroup its memory is charged to (a reference; NULL:
+	 * none named): reused only by connections of the same group, so
+	 * that no group holds another's connections' memory
+	 */
+	struct mem_cgroup	*memcg;
 };
 
 /* a WRITE reads the send ring in at most two pieces (its wrap) */

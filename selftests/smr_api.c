@@ -4170,4 +4170,158 @@ TEST_F(smr_api, buffers_charged_to_memcg)
 	EXPECT_LE(fresh, cur[1] - cur[0]);
 }
 
+/* memory.events' @key of cgroup @dir: -1 if unreadable. */
+static long long memcg_event(const char *dir, const char *key)
+{
+	char path[512], k[64];
+	long long v, ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.events", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", k, &v) == 2)
+		if (!strcmp(k, key))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+/* what memcg_limit_child's connections ended up as */
+struct memcg_limit_result {
+	int rdma;		/* sockets in mode rdma */
+	int no_memory;		/* on TCP: no_memory, or the peer's no_memory */
+	int other;		/* on TCP for another reason */
+};
+
+/*
+ * The forked child: joins cgroup @dir, reports, waits for the word (its
+ * group's memory.max set meanwhile), opens MEMCG_CONNS connections to
+ * itself with 256 KiB rings, checks each carries bytes both ways,
+ * reports their modes and exits.
+ */
+static void memcg_limit_child(const SELF *self, const char *dir, int in,
+			      int out)
+{
+	int l, fds[2 * MEMCG_CONNS], i, ret, af = self->af;
+	struct memcg_limit_result res = {};
+	struct sockaddr_storage to;
+	socklen_t len = self_addr(self, af, 0, &to);
+	struct smr_info info;
+	char pid[32], c;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
+	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
+	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
+	l = xsocket(self, af, SOCK_STREAM);
+	CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
+	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
+	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
+	CHILD_CHECK(xbind(l, &to, len) == 0, "bind");
+	CHILD_CHECK(xlisten(l, MEMCG_CONNS) == 0, "listen");
+	len = sizeof(to);
+	CHILD_CHECK(getsockname(l, SA(&to), &len) == 0, "getsockname");
+	for (i = 0; i < MEMCG_CONNS; i++) {
+		int *c2 = &fds[2 * i];
+
+		c2[0] = xsocket(self, af, SOCK_STREAM);
+		CHILD_CHECK(c2[0] >= 0, "socket");
+		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
+		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
+		ret = xconnect(c2[0], &to, af_len(af));
+		CHILD_CHECK(ret == 0, "connect %d: %s", i, strerror(-ret));
+		c2[1] = xaccept(l, 0);
+		CHILD_CHECK(c2[1] >= 0, "accept %d: %s", i, strerror(-c2[1]));
+		CHILD_CHECK(xsend(c2[0], "cg", 2, 0) == 2, "send %d", i);
+		CHILD_CHECK(recv_upto(c2[1], &c, 1, SOON_MS) == 1, "recv %d", i);
+		CHILD_CHECK(xsend(c2[1], "gc", 2, 0) == 2, "send back %d", i);
+		CHILD_CHECK(recv_upto(c2[0], &c, 1, SOON_MS) == 1, "recv back %d", i);
+	}
+	for (i = 0; self->smr && i < 2 * MEMCG_CONNS; i++) {
+		len = sizeof(info);
+		CHILD_CHECK(smr_info_get(fds[i], &info, &len) == 0, "SMR_INFO");
+		if (info.mode == SMR_MODE_RDMA)
+			res.rdma++;
+		else if (info.reason == SMR_REASON_NO_MEMORY ||
+			 (info.reason == SMR_REASON_PEER_DECLINED &&
+			  info.peer_reason == SMR_REASON_NO_MEMORY))
+			res.no_memory++;
+		else
+			res.other++;
+	}
+	CHILD_CHECK(write(out, &res, sizeof(res)) == sizeof(res), "pipe");
+	for (i = 0; i < 2 * MEMCG_CONNS; i++)
+		close(fds[i]);
+	close(l);
+	_exit(0);
+}
+
+/*
+ * A memory cgroup at its limit refuses SMR's buffers: the connections
+ * that do not fit fall back to TCP (no_memory) and work, and nothing in
+ * the group is OOM-killed for them (before the fix the handshake's ring
+ * allocation, charged to the group, made the memory cgroup kill the
+ * process: the child died of SIGKILL, memory.events oom_kill 1). The
+ * group may grow 2 MiB past what the child holds when it starts; its 8
+ * connections' rings want 8 MiB.
+ */
+TEST_F(smr_api, buffers_memcg_limit_falls_back)
+{
+	struct memcg_limit_result res = {};
+	int to_child[2], to_parent[2], ret, status;
+	long long cur, oom;
+	char dir[300], max[32];
+	const char *root;
+	ssize_t got = 0;
+	pid_t pid;
+	char c;
+
+	root = cgroup2_root();
+	if (!*root)
+		SKIP(return, "no cgroup v2 hierarchy: %s", strerror(errno));
+	ret = file_put(root, "cgroup.subtree_control", "+memory");
+	if (ret)
+		SKIP(return, "no memory controller in %s: %s", root, strerror(-ret));
+	snprintf(dir, sizeof(dir), "%s/smr-api-memcg-limit-%d-%d", root,
+		 getpid(), self->af);
+	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(to_parent));
+	pid = fork_child();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(to_child[1]);
+		close(to_parent[0]);
+		memcg_limit_child(self, dir, to_child[0], to_parent[1]);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	ret = read(to_parent[0], &c, 1);
+	cur = memcg_read(dir, NULL);
+	snprintf(max, sizeof(max), "%lld", cur + (2 << 20));
+	EXPECT_EQ(0, file_put(dir, "memory.max", max));
+	if (ret == 1)
+		ret = write(to_child[1], "g", 1);
+	if (ret == 1)
+		got = read(to_parent[0], &res, sizeof(res));
+	close(to_child[1]);
+	close(to_parent[0]);
+	status = wait_child(pid);
+	oom = memcg_event(dir, "oom_kill");
+	EXPECT_EQ(0, rmdir(dir)) TH_LOG("rmdir %s: %m", dir);
+	TH_LOG("memory.max %s: child exit %d, oom_kill %lld; sockets: %d rdma, %d no_memory, %d other",
+	       max, status, oom, res.rdma, res.no_memory, res.other);
+	EXPECT_EQ(0, status);
+	EXPECT_EQ(0, oom);
+	ASSERT_EQ(sizeof(res), got);
+	if (!self->smr)
+		return;
+	EXPECT_EQ(0, res.other);
+	/* what does not fit falls back; what fits runs on RDMA */
+	EXPECT_LT(0, res.no_memory);
+	EXPECT_LT(0, res.rdma);
+}
+
 TEST_HARNESS_MAIN
