@@ -106,6 +106,8 @@ static DEFINE_XARRAY_FLAGS(smr_link_ids, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 static u32 smr_link_next_id;
 
 #ifdef SMR_TEST_HOOKS
+#define SMR_LINK_TEST_FLUSH_WAIT_MS	200
+
 /* the test module's faults (link_core.h): how many of each are to come */
 static int smr_link_faults[SMR_LINK_FAULTS];
 module_param_named(fault_link_accept, smr_link_faults[SMR_LINK_FAULT_ACCEPT],
@@ -123,13 +125,17 @@ MODULE_PARM_DESC(fault_link_find,
 
 /*
  * What a failing rdma_accept() does before it returns (cma_modify_qp_err()
- * on its reject path): the QP goes to error, its receives flush.
+ * on its reject path): the QP goes to error, its receives flush. The
+ * flushes complete asynchronously (rxe: in its tasks); waiting for them
+ * here makes the worst case, every flush seen before the caller's error
+ * path runs, the one the test sees.
  */
 int smr_link_test_accept_fails(struct smr_link *link)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
 	ib_modify_qp(link->qp, &attr, IB_QP_STATE);
+	msleep(SMR_LINK_TEST_FLUSH_WAIT_MS);
 	return -EIO;
 }
 
