@@ -4021,28 +4021,18 @@ struct memcg_result {
 };
 
 /*
- * The forked child: joins cgroup @dir, reports, waits for the word, opens
- * MEMCG_CONNS connections to itself (listener and client sockets its
- * own), reports what they took, waits, closes them and exits.
+ * In a forked child: a listener on the loopback address and MEMCG_CONNS
+ * connections to it, all with MEMCG_SOCKBUF buffers, each carrying a byte
+ * both ways. @fds: each connection's client and accepted sockets in turn.
+ * Returns the listener.
  */
-static void memcg_child(const SELF *self, const char *dir, int in, int out)
+static int memcg_open_conns(const SELF *self, int fds[2 * MEMCG_CONNS])
 {
-	int l, fds[2 * MEMCG_CONNS], i, ret, af = self->af;
-	struct memcg_result res = {};
-	long long a0 = 0, a1 = 0, r0 = 0, r1 = 0;
+	int l, i, ret, af = self->af;
 	struct sockaddr_storage to;
 	socklen_t len = self_addr(self, af, 0, &to);
-	struct smr_info info;
-	char pid[32], c;
+	char c;
 
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
-	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
-	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
-	if (self->smr) {
-		CHILD_CHECK(!smr_stat_read("buffers_allocated", &a0), "stats");
-		CHILD_CHECK(!smr_stat_read("buffers_reused", &r0), "stats");
-	}
 	l = xsocket(self, af, SOCK_STREAM);
 	CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
 	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
@@ -4059,12 +4049,40 @@ static void memcg_child(const SELF *self, const char *dir, int in, int out)
 		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
 		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
 		ret = xconnect(c2[0], &to, af_len(af));
-		CHILD_CHECK(ret == 0, "connect: %s", strerror(-ret));
+		CHILD_CHECK(ret == 0, "connect %d: %s", i, strerror(-ret));
 		c2[1] = xaccept(l, 0);
-		CHILD_CHECK(c2[1] >= 0, "accept: %s", strerror(-c2[1]));
-		CHILD_CHECK(xsend(c2[0], "cg", 2, 0) == 2, "send");
-		CHILD_CHECK(recv_upto(c2[1], &c, 1, SOON_MS) == 1, "recv");
+		CHILD_CHECK(c2[1] >= 0, "accept %d: %s", i, strerror(-c2[1]));
+		CHILD_CHECK(xsend(c2[0], "cg", 2, 0) == 2, "send %d", i);
+		CHILD_CHECK(recv_upto(c2[1], &c, 1, SOON_MS) == 1, "recv %d", i);
+		CHILD_CHECK(xsend(c2[1], "gc", 2, 0) == 2, "send back %d", i);
+		CHILD_CHECK(recv_upto(c2[0], &c, 1, SOON_MS) == 1, "recv back %d", i);
 	}
+	return l;
+}
+
+/*
+ * The forked child: joins cgroup @dir, reports, waits for the word, opens
+ * MEMCG_CONNS connections to itself (listener and client sockets its
+ * own), reports what they took, waits, closes them and exits.
+ */
+static void memcg_child(const SELF *self, const char *dir, int in, int out)
+{
+	int l, fds[2 * MEMCG_CONNS], i;
+	struct memcg_result res = {};
+	long long a0 = 0, a1 = 0, r0 = 0, r1 = 0;
+	struct smr_info info;
+	socklen_t len;
+	char pid[32], c;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
+	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
+	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
+	if (self->smr) {
+		CHILD_CHECK(!smr_stat_read("buffers_allocated", &a0), "stats");
+		CHILD_CHECK(!smr_stat_read("buffers_reused", &r0), "stats");
+	}
+	l = memcg_open_conns(self, fds);
 	if (self->smr) {
 		for (i = 0; i < 2 * MEMCG_CONNS; i++) {
 			len = sizeof(info);
@@ -4093,6 +4111,61 @@ static void memcg_child(const SELF *self, const char *dir, int in, int out)
 }
 
 /*
+ * @dir: the path of a new cgroup v2 group @name-PID-AF (not made yet),
+ * its parent's memory controller on. 0, or -errno with @why saying what
+ * this machine lacks (the caller skips).
+ */
+static int memcg_path(const SELF *self, const char *name, char *dir,
+		      size_t size, const char **why)
+{
+	const char *root = cgroup2_root();
+	int ret;
+
+	if (!*root) {
+		*why = "no cgroup v2 hierarchy";
+		return -errno;
+	}
+	ret = file_put(root, "cgroup.subtree_control", "+memory");
+	if (ret) {
+		*why = "no memory controller";
+		return ret;
+	}
+	snprintf(dir, size, "%s/%s-%d-%d", root, name, getpid(), self->af);
+	return 0;
+}
+
+typedef void (*memcg_child_fn)(const SELF *self, const char *dir, int in,
+			       int out);
+
+/*
+ * Fork @child with two pipes to it: @to_child[1] writes to it,
+ * @to_parent[0] reads from it (the ends the parent keeps). The child's pid,
+ * or -1.
+ */
+static pid_t memcg_fork(const SELF *self, const char *dir,
+			memcg_child_fn child, int to_child[2], int to_parent[2])
+{
+	pid_t pid;
+
+	if (pipe(to_child))
+		return -1;
+	if (pipe(to_parent)) {
+		close(to_child[0]);
+		close(to_child[1]);
+		return -1;
+	}
+	pid = fork_child();
+	if (pid == 0) {
+		close(to_child[1]);
+		close(to_parent[0]);
+		child(self, dir, to_child[0], to_parent[1]);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	return pid;
+}
+
+/*
  * Buffer memory is charged to the memory cgroup of the socket's owner
  * (issue 10): a process in a cgroup v2 child group that holds
  * MEMCG_CONNS connections in mode rdma (both ends its own, the accepted
@@ -4109,30 +4182,16 @@ TEST_F(smr_api, buffers_charged_to_memcg)
 	struct memcg_result res = {};
 	ssize_t got = 0;
 	char dir[300];
-	const char *root;
+	const char *why;
 	pid_t pid;
 	char c;
 
-	root = cgroup2_root();
-	if (!*root)
-		SKIP(return, "no cgroup v2 hierarchy: %s", strerror(errno));
-	ret = file_put(root, "cgroup.subtree_control", "+memory");
+	ret = memcg_path(self, "smr-api-memcg", dir, sizeof(dir), &why);
 	if (ret)
-		SKIP(return, "no memory controller in %s: %s", root, strerror(-ret));
-	snprintf(dir, sizeof(dir), "%s/smr-api-memcg-%d-%d", root, getpid(),
-		 self->af);
+		SKIP(return, "%s: %s", why, strerror(-ret));
 	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
-	ASSERT_EQ(0, pipe(to_child));
-	ASSERT_EQ(0, pipe(to_parent));
-	pid = fork_child();
+	pid = memcg_fork(self, dir, memcg_child, to_child, to_parent);
 	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(to_child[1]);
-		close(to_parent[0]);
-		memcg_child(self, dir, to_child[0], to_parent[1]);
-	}
-	close(to_child[0]);
-	close(to_parent[1]);
 	ret = read(to_parent[0], &c, 1);
 	cur[0] = memcg_read(dir, NULL);
 	vm[0] = memcg_read(dir, "vmalloc");
@@ -4204,41 +4263,17 @@ struct memcg_limit_result {
 static void memcg_limit_child(const SELF *self, const char *dir, int in,
 			      int out)
 {
-	int l, fds[2 * MEMCG_CONNS], i, ret, af = self->af;
+	int l, fds[2 * MEMCG_CONNS], i;
 	struct memcg_limit_result res = {};
-	struct sockaddr_storage to;
-	socklen_t len = self_addr(self, af, 0, &to);
 	struct smr_info info;
+	socklen_t len;
 	char pid[32], c;
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
 	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
 	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
-	l = xsocket(self, af, SOCK_STREAM);
-	CHILD_CHECK(l >= 0, "socket: %s", strerror(-l));
-	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
-	CHILD_CHECK(!xsetint(l, SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
-	CHILD_CHECK(xbind(l, &to, len) == 0, "bind");
-	CHILD_CHECK(xlisten(l, MEMCG_CONNS) == 0, "listen");
-	len = sizeof(to);
-	CHILD_CHECK(getsockname(l, SA(&to), &len) == 0, "getsockname");
-	for (i = 0; i < MEMCG_CONNS; i++) {
-		int *c2 = &fds[2 * i];
-
-		c2[0] = xsocket(self, af, SOCK_STREAM);
-		CHILD_CHECK(c2[0] >= 0, "socket");
-		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_RCVBUF, MEMCG_SOCKBUF), "SO_RCVBUF");
-		CHILD_CHECK(!xsetint(c2[0], SOL_SOCKET, SO_SNDBUF, MEMCG_SOCKBUF), "SO_SNDBUF");
-		ret = xconnect(c2[0], &to, af_len(af));
-		CHILD_CHECK(ret == 0, "connect %d: %s", i, strerror(-ret));
-		c2[1] = xaccept(l, 0);
-		CHILD_CHECK(c2[1] >= 0, "accept %d: %s", i, strerror(-c2[1]));
-		CHILD_CHECK(xsend(c2[0], "cg", 2, 0) == 2, "send %d", i);
-		CHILD_CHECK(recv_upto(c2[1], &c, 1, SOON_MS) == 1, "recv %d", i);
-		CHILD_CHECK(xsend(c2[1], "gc", 2, 0) == 2, "send back %d", i);
-		CHILD_CHECK(recv_upto(c2[0], &c, 1, SOON_MS) == 1, "recv back %d", i);
-	}
+	l = memcg_open_conns(self, fds);
 	for (i = 0; self->smr && i < 2 * MEMCG_CONNS; i++) {
 		len = sizeof(info);
 		CHILD_CHECK(smr_info_get(fds[i], &info, &len) == 0, "SMR_INFO");
@@ -4273,31 +4308,17 @@ TEST_F(smr_api, buffers_memcg_limit_falls_back)
 	int to_child[2], to_parent[2], ret, status;
 	long long cur, oom;
 	char dir[300], max[32];
-	const char *root;
+	const char *why;
 	ssize_t got = 0;
 	pid_t pid;
 	char c;
 
-	root = cgroup2_root();
-	if (!*root)
-		SKIP(return, "no cgroup v2 hierarchy: %s", strerror(errno));
-	ret = file_put(root, "cgroup.subtree_control", "+memory");
+	ret = memcg_path(self, "smr-api-memcg-limit", dir, sizeof(dir), &why);
 	if (ret)
-		SKIP(return, "no memory controller in %s: %s", root, strerror(-ret));
-	snprintf(dir, sizeof(dir), "%s/smr-api-memcg-limit-%d-%d", root,
-		 getpid(), self->af);
+		SKIP(return, "%s: %s", why, strerror(-ret));
 	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
-	ASSERT_EQ(0, pipe(to_child));
-	ASSERT_EQ(0, pipe(to_parent));
-	pid = fork_child();
+	pid = memcg_fork(self, dir, memcg_limit_child, to_child, to_parent);
 	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(to_child[1]);
-		close(to_parent[0]);
-		memcg_limit_child(self, dir, to_child[0], to_parent[1]);
-	}
-	close(to_child[0]);
-	close(to_parent[1]);
 	ret = read(to_parent[0], &c, 1);
 	cur = memcg_read(dir, NULL);
 	snprintf(max, sizeof(max), "%lld", cur + (2 << 20));

@@ -1138,6 +1138,26 @@ negot_max() {
 	sysctl -n net.smr.negotiation_records_max 2>/dev/null || echo 16384
 }
 
+# flood_start TAG: B routes the forged addresses back to A, then the
+# counters before the flood (snapshot TAG.before), and the caller's
+# s_before (B's Slab) and before_rec (B's negotiation records).
+flood_start() {
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	snap_stats "$1.before"
+	s_before=$(slab_kb b)
+	before_rec=$(stat_of "$work/$1.before.b.stats" negotiation_records)
+}
+
+# forged_burst TAG PORT N: N SYNs with a valid offer from forged
+# addresses to B's PORT at once; all of them sent, or the case fails.
+forged_burst() {
+	local sent
+	"$flood" syn -a "$peer" -p "$2" -n "$3" -S "$FLOOD_SPOOF_NET" >"$work/$1.burst" 2>&1
+	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/$1.burst")
+	t_diag "burst: $(cat "$work/$1.burst")"
+	ck "forged SYNs sent" "${sent:-0}" eq "$3"
+}
+
 # slab_kb [b]: Slab of /proc/meminfo in kB, here or on B.
 slab_kb() {
 	if [ "${1:-}" = b ]; then
@@ -1213,7 +1233,7 @@ chk_rdma_pair() {
 # in a burst, then paced while legitimate connections run to B's listener
 # Y; once the flood ends and X's records are gone, X serves in mode rdma.
 case_flood_spoofed_syn() {
-	local n=3000 backlog=64 bound qbound sent fpid v maxrec=0 before_rec
+	local n=3000 backlog=64 bound qbound fpid v maxrec=0 before_rec
 	local s_before s_during s_after
 	t_begin flood_spoofed_syn
 	bound=$((2 * (backlog + 1)))
@@ -1222,17 +1242,11 @@ case_flood_spoofed_syn() {
 	client_nb=1
 	order=both
 	early_ok=0
-	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
 	serve_b sfx -p 6401 -B $backlog -n 1 -T 400 -s $c2s -r $s2c
-	snap_stats sf.before
-	s_before=$(slab_kb b)
-	before_rec=$(stat_of "$work/sf.before.b.stats" negotiation_records)
+	flood_start sf
 
 	# the burst
-	"$flood" syn -a "$peer" -p 6401 -n $n -S "$FLOOD_SPOOF_NET" >"$work/sf.burst" 2>&1
-	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/sf.burst")
-	t_diag "burst: $(cat "$work/sf.burst")"
-	ck "forged SYNs sent" "${sent:-0}" eq $n
+	forged_burst sf 6401 $n
 	# every SYN is in once B's counters moved for all of them
 	for _ in $(seq 30); do
 		snap_stats sf.burst
@@ -1293,7 +1307,7 @@ case_flood_spoofed_syn() {
 # holds at most an eighth of the share (its 2 x 4097 alone would exceed
 # it); Y's connections run in mode rdma, both ends say so.
 case_flood_listener_share() {
-	local n=12000 backlog=4096 max share cap sent fpid v rec ref
+	local n=12000 backlog=4096 max share cap fpid v rec ref
 	local before_rec s_before s_during
 	t_begin flood_listener_share
 	max=$(negot_max)	# B's is the same: neither case changes it
@@ -1304,17 +1318,11 @@ case_flood_listener_share() {
 	client_nb=1
 	order=both
 	early_ok=0
-	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
 	serve_b lsx -p 6601 -B $backlog -n 1 -T 400 -s $c2s -r $s2c
 	serve_b lsy -p 6602 -B 128 -n 4 -T 400 -s $c2s -r $s2c
-	snap_stats ls.before
-	s_before=$(slab_kb b)
-	before_rec=$(stat_of "$work/ls.before.b.stats" negotiation_records)
+	flood_start ls
 
-	"$flood" syn -a "$peer" -p 6601 -n $n -S "$FLOOD_SPOOF_NET" >"$work/ls.burst" 2>&1
-	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/ls.burst")
-	t_diag "burst: $(cat "$work/ls.burst")"
-	ck "forged SYNs sent" "${sent:-0}" eq $n
+	forged_burst ls 6601 $n
 	# every SYN is in once B recorded or refused (nearly) all of them
 	for _ in $(seq 30); do
 		snap_stats ls.full

@@ -233,29 +233,28 @@ after_round() {
 	after_note="mode rdma intact, links_created A +$ca B +$cb"
 }
 
+# grant_round NAME PORT PRE POST WHAT N: one connection A -> B, intact,
+# then snapshot POST: B granted N links over it and both hosts made N.
+grant_round() {
+	serve "$1" -p "$2" -n 1 -s 1048576 -T 120 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 1048576 -T 120
+	server_result "$1" 60
+	pair_check "$1" 1 1048576
+	snap "$4"
+	ck "B: links_granted over $5" "$(delta "$3" "$4" b links_granted)" eq "$6"
+	ck "A: links_created over $5" "$(delta "$3" "$4" a links_created)" eq "$6"
+	ck "B: links_created over $5" "$(delta "$3" "$4" b links_created)" eq "$6"
+}
+
 case_grant() {
 	t_begin grant
 	# no link between the two hosts to begin with
 	links_reset
 	snap grant.pre
-	serve grant1 -p 6170 -n 1 -s 1048576 -T 120 || { t_end; return; }
-	client grant1 -a "$peer" -p 6170 -n 1 -s 1048576 -T 120
-	server_result grant1 60
-	pair_check grant1 1 1048576
-	snap grant.mid
-	ck "B: links_granted over the first connection" "$(delta grant.pre grant.mid b links_granted)" eq 1
-	ck "A: links_created over the first connection" "$(delta grant.pre grant.mid a links_created)" eq 1
-	ck "B: links_created over the first connection" "$(delta grant.pre grant.mid b links_created)" eq 1
+	grant_round grant1 6170 grant.pre grant.mid "the first connection" 1 || { t_end; return; }
 	ck "B: links_refused over the first connection" "$(delta grant.pre grant.mid b links_refused)" eq 0
 	ck "A: handshakes_declined" "$(delta grant.pre grant.mid a handshakes_declined)" eq 0
-	serve grant2 -p 6171 -n 1 -s 1048576 -T 120 || { t_end; return; }
-	client grant2 -a "$peer" -p 6171 -n 1 -s 1048576 -T 120
-	server_result grant2 60
-	pair_check grant2 1 1048576
-	snap grant.post
-	ck "B: links_granted over the second connection" "$(delta grant.mid grant.post b links_granted)" eq 0
-	ck "A: links_created over the second connection" "$(delta grant.mid grant.post a links_created)" eq 0
-	ck "B: links_created over the second connection" "$(delta grant.mid grant.post b links_created)" eq 0
+	grant_round grant2 6171 grant.mid grant.post "the second connection" 0 || { t_end; return; }
 	t_file "A's links" "$work/grant.post.a.links"
 	t_file "B's links" "$work/grant.post.b.links"
 	t_end
