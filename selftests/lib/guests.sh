@@ -20,7 +20,7 @@
 # before its service starts; fails: A's cases do not run),
 # suite_host_check (build host: appends to the array "missing") and
 # suite_host_verdict ID (build host: prints why an ok case fails after
-# all). BED/bed.sh, if there, is sourced first: what the suites of one bed
+# all; $out_a and $out_b are the hosts' output directories). BED/bed.sh, if there, is sourced first: what the suites of one bed
 # share, e.g. selftests/rdma/bed.sh (smr_stream servers and clients), with
 # bed_a_setup and bed_host_check run before the suite's. So adding a case
 # is writing case_ID and its line in suite_tests.

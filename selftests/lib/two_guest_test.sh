@@ -100,6 +100,9 @@ vm_rc=$?
 echo "# vm-run exited $vm_rc after $((SECONDS - t0)) s"
 
 out_a=$run/out/a
+# both hosts' outputs, for a suite's suite_host_verdict (apps reads B's)
+# shellcheck disable=SC2034
+out_b=$run/out/b
 
 tap_guest_results "$vm_rc" "$log" "$out_a" "${tests[@]}"
 
