@@ -184,8 +184,12 @@ struct smr_buf_pool *smr_link_pool(struct smr_link *link)
 	return &link->pool;
 }
 
-/* Any context: take the link down once; the work does the rest. */
-void smr_link_down(struct smr_link *link)
+/*
+ * Any context: take the link down once; the work does the rest. True if
+ * this call did (not one before it, nor a passive link's accept that
+ * still owns its end).
+ */
+bool smr_link_down(struct smr_link *link)
 {
 	unsigned long flags;
 	bool queue;
@@ -196,9 +200,10 @@ void smr_link_down(struct smr_link *link)
 	WRITE_ONCE(link->state, SMR_LINK_DEAD);
 	spin_unlock_irqrestore(&link->lock, flags);
 	if (!queue)
-		return;
+		return false;
 	kref_get(&link->ref);
 	queue_work(smr_link_wq, &link->teardown_work);
+	return true;
 }
 
 /* A user found the link broken (@why): it goes, counted. */
@@ -330,10 +335,12 @@ static void smr_link_wc_error(struct smr_link *link, struct ib_wc *wc)
 	if (wc->status == IB_WC_WR_FLUSH_ERR &&
 	    READ_ONCE(link->state) == SMR_LINK_DEAD)
 		return;
+	/* counted once, by whoever takes the link down */
+	if (!smr_link_down(link))
+		return;
 	pr_info_ratelimited("link %u: work completion status %d (%s): link down\n",
 			    link->id, wc->status, ib_wc_status_msg(wc->status));
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-	smr_link_down(link);
 }
 
 /* Unsignalled WRITEs and LOCAL_INVs complete only when they fail. */

@@ -331,7 +331,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	dead = link->state == SMR_LINK_DEAD;
 	spin_unlock_bh(&link->lock);
 	if (dead)
-		smr_link_down(link);
+		smr_link_fail(link, "failed while being accepted");
 	mutex_unlock(&link->setup_mutex);
 	mutex_unlock(&smr_link_accept_mutex);
 	return 0;

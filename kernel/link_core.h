@@ -211,6 +211,6 @@ int smr_link_attach(struct smr_link *link, struct smr_link_user *user);
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);
 void smr_link_free_resources(struct smr_link *link);
 void smr_link_set_active(struct smr_link *link);
-void smr_link_down(struct smr_link *link);
+bool smr_link_down(struct smr_link *link);
 
 #endif /* _SMR_LINK_CORE_H */

@@ -97,9 +97,13 @@ burst_round() {
 			burst_smr_bad[cookies]=$((burst_smr_bad[cookies] + 32 - good))
 			burst_smr_rdma[cookies]=$((burst_smr_rdma[cookies] + rdma))
 			burst_reasons[cookies]+=$reasons
-			# failures TCP would share: fallen back on a cookie
+			# failures TCP would share: fallen back on a cookie,
+			# which the client sees as syn_cookies, or, when the
+			# SYN queue was full (B makes no negotiation record
+			# for a SYN TCP keeps no request sock for), as no
+			# answer: peer_no_smr from an SMR listener
 			burst_smr_own[cookies]=$((burst_smr_own[cookies] + \
-				$(awk '/^conn / && !/ ok=1/ && !/ reason=syn_cookies /' \
+				$(awk '/^conn / && !/ ok=1/ && !/ reason=(syn_cookies|peer_no_smr) /' \
 					"$work/$name.client" | wc -l)))
 		fi
 		[ "$bad" = 0 ] || t_file "$name clients" "$work/$name.client" 8
