@@ -589,36 +589,20 @@ static void smr_buf_unpool_locked(struct smr_buf_pool *pool,
 }
 
 /*
- * Process context: free every pooled buffer (net.smr.mem_max is reached:
- * buffers of other sizes give way to a new one).
+ * Process context: free every buffer on @list, the pool's free list or its
+ * dying list (those smr_buf_put() could not keep).
  */
-static void smr_buf_pool_drain(struct smr_buf_pool *pool)
+static void smr_buf_pool_free_list(struct smr_buf_pool *pool,
+				   struct list_head *list)
 {
 	struct smr_buf *buf;
 
 	for (;;) {
 		spin_lock_bh(&pool->lock);
-		buf = list_first_entry_or_null(&pool->free, struct smr_buf,
-					       node);
-		if (buf)
+		buf = list_first_entry_or_null(list, struct smr_buf, node);
+		if (buf && list == &pool->free)
 			smr_buf_unpool_locked(pool, buf);
-		spin_unlock_bh(&pool->lock);
-		if (!buf)
-			break;
-		smr_buf_free(buf);
-	}
-}
-
-/* Free the buffers smr_buf_put() could not keep. Process context. */
-static void smr_buf_pool_free_dying(struct smr_buf_pool *pool)
-{
-	struct smr_buf *buf;
-
-	for (;;) {
-		spin_lock_bh(&pool->lock);
-		buf = list_first_entry_or_null(&pool->dying, struct smr_buf,
-					       node);
-		if (buf)
+		else if (buf)
 			list_del_init(&buf->node);
 		spin_unlock_bh(&pool->lock);
 		if (!buf)
@@ -627,26 +611,42 @@ static void smr_buf_pool_free_dying(struct smr_buf_pool *pool)
 	}
 }
 
+/*
+ * Process context: net.smr.mem_max is reached, so pooled buffers of other
+ * sizes give way to a new one, and those still waiting for the free work
+ * (they count as used until freed) go now.
+ */
+static void smr_buf_pool_drain(struct smr_buf_pool *pool)
+{
+	smr_buf_pool_free_list(pool, &pool->dying);
+	smr_buf_pool_free_list(pool, &pool->free);
+}
+
 static void smr_buf_pool_free_work(struct work_struct *work)
 {
-	smr_buf_pool_free_dying(container_of(work, struct smr_buf_pool,
-					     free_work));
+	struct smr_buf_pool *pool = container_of(work, struct smr_buf_pool,
+						 free_work);
+
+	smr_buf_pool_free_list(pool, &pool->dying);
 }
 
 /*
  * A registered buffer of @size bytes for a connection on the pool's link:
  * from the pool if one fits, else new, its memory charged to @memcg
- * (NULL: the current task's). Process context. NULL if memory or the
- * module's limit (counted) does not allow it, or the link failed.
+ * (NULL: the current task's). Process context. ERR_PTR(-ENOBUFS) past
+ * the module's limit (counted), -ENOMEM without memory, or the link's
+ * error when the registration failed (counted: the link is down or its
+ * send queue had no room in time).
  */
 struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 			    struct mem_cgroup *memcg)
 {
 	struct smr_buf *buf = NULL, *b;
+	int err;
 
 	size = smr_buf_size_on(pool, size);
 	if (!size)
-		return NULL;
+		return ERR_PTR(-ENOBUFS);
 
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry(b, &pool->free, node) {
@@ -676,16 +676,18 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 			if (atomic_long_read(&smr_buf_mem_used) + size >
 			    READ_ONCE(smr_buf_mem_max)) {
 				smr_stat_inc(&init_net, SMR_STAT_BUF_MEM_LIMIT);
-				return NULL;
+				return ERR_PTR(-ENOBUFS);
 			}
 		}
 		buf = smr_buf_alloc(pool->pd, size, remote, memcg);
 		if (!buf)
-			return NULL;
+			return ERR_PTR(-ENOMEM);
 	}
-	if (smr_buf_register(pool, buf)) {
+	err = smr_buf_register(pool, buf);
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_BUF_REGISTER_FAILED);
 		smr_buf_free(buf);
-		return NULL;
+		return ERR_PTR(err);
 	}
 	return buf;
 }
@@ -727,6 +729,5 @@ void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf)
 void smr_buf_pool_destroy(struct smr_buf_pool *pool)
 {
 	flush_work(&pool->free_work);
-	smr_buf_pool_free_dying(pool);
 	smr_buf_pool_drain(pool);
 }

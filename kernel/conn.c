@@ -143,9 +143,9 @@ void smr_conn_accepted(struct smr_sock *child)
  * connection records to whom: its owner's uid as it is now (whoever owns
  * the socket later, the same uid is uncharged) and, for a server child,
  * its listener's account of unaccepted children; the memory goes to the
- * connection's memory cgroup. Process context, sock lock held. 0 or
- * -ENOBUFS (a limit, counted, or no memory); on error the caller
- * unprepares.
+ * connection's memory cgroup. Process context, sock lock held. 0,
+ * -ENOBUFS (a limit, counted), -ENOMEM, or the link's error when the
+ * buffers could not be registered on it; on error the caller unprepares.
  */
 int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 {
@@ -156,6 +156,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	u32 rmb_size, snd_size;
 	long bytes;
 	kuid_t uid;
+	int err;
 
 	sock_owned_by_me(&smr->sk);
 	rmb_size = smr_buf_size_on(pool, smr->local_rmb_size);
@@ -177,10 +178,13 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	}
 
 	rmb = smr_buf_get(pool, rmb_size, true, conn->memcg);
-	if (!rmb)
+	if (IS_ERR(rmb)) {
+		err = PTR_ERR(rmb);
 		goto uncharge;
+	}
 	sndbuf = smr_buf_get(pool, snd_size, false, conn->memcg);
-	if (!sndbuf) {
+	if (IS_ERR(sndbuf)) {
+		err = PTR_ERR(sndbuf);
 		smr_buf_put(pool, rmb);
 		goto uncharge;
 	}
@@ -200,7 +204,7 @@ uncharge:
 	if (unacc)
 		smr_buf_acct_uncharge(unacc, &conn->unacc_key, bytes);
 	smr_buf_uncharge_user(uid, bytes);
-	return -ENOBUFS;
+	return err;
 }
 
 /* Our RMB's descriptor, for ACCEPT or CONFIRM. Sock lock held. */

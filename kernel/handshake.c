@@ -515,6 +515,17 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 	smr_hs_kick(smr);	/* the answer may be there already */
 }
 
+/*
+ * Why buffers for the connection could not be had: memory (a limit or
+ * none left), or the link, which failed or was too busy to register them
+ * in time.
+ */
+static enum smr_reason smr_hs_prepare_reason(int err)
+{
+	return err == -ENOBUFS || err == -ENOMEM ? SMR_REASON_NO_MEMORY :
+						   SMR_REASON_LINK_FAILURE;
+}
+
 static void smr_hs_client_read(struct smr_sock *smr)
 {
 	struct smr_hs_msg msg, confirm = { .type = SMR_HS_CONFIRM };
@@ -539,8 +550,9 @@ static void smr_hs_client_read(struct smr_sock *smr)
 		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
 		return;
 	}
-	if (smr_conn_prepare(smr, smr->conn.link)) {
-		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
+	err = smr_conn_prepare(smr, smr->conn.link);
+	if (err) {
+		smr_hs_decline(smr, smr_hs_prepare_reason(err));
 		return;
 	}
 	smr->conn.peer_cdc_inline = msg.accept.caps & SMR_HS_CAP_CDC_INLINE;
@@ -674,8 +686,9 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 	}
 	smr_conn_set_link(smr, link);
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
-	if (smr_conn_prepare(smr, smr->conn.link)) {
-		smr_hs_decline(smr, SMR_REASON_NO_MEMORY);
+	err = smr_conn_prepare(smr, smr->conn.link);
+	if (err) {
+		smr_hs_decline(smr, smr_hs_prepare_reason(err));
 		return;
 	}
 	/* read under conn->lock only after smr_conn_set_peer() */

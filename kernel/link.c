@@ -48,8 +48,13 @@
  * (armed when it comes up unused and when its last user detaches), so
  * neither a peer nor a vanished connection can leave one for ever.
  *
+ * Memory registrations sleep: for send queue room on @reg_wait (woken
+ * whenever a signalled WR gives room back, and when the link goes down),
+ * at most handshake_timeout_ms, then for their completion.
+ *
  * Teardown (process context, smr_link_wq): mark DEAD, fence the handler
- * and the connect work, drain the QP (every posted send and receive completes, flushed), detach
+ * and the connect work, drain the QP (every posted send and receive
+ * completes, flushed), detach
  * every user and tell it (smr_link_ops.down), then free the pool, QP, CQ,
  * messages, PD and id.
  *
@@ -89,9 +94,6 @@
 #include "stats.h"
 #include "sysctl.h"
 
-/* a registration waits this long, at most, for send queue room */
-#define SMR_LINK_REG_TRIES		1000
-#define SMR_LINK_REG_WAIT_US		1000
 /* the teardown waits this long between looks at users being destroyed */
 #define SMR_LINK_DYING_WAIT_US		1000
 
@@ -199,6 +201,8 @@ bool smr_link_down(struct smr_link *link)
 	link->down = true;
 	WRITE_ONCE(link->state, SMR_LINK_DEAD);
 	spin_unlock_irqrestore(&link->lock, flags);
+	/* registrations waiting for room give up */
+	wake_up(&link->reg_wait);
 	if (!queue)
 		return false;
 	kref_get(&link->ref);
@@ -352,6 +356,19 @@ static void smr_link_unsignalled_done(struct ib_cq *cq, struct ib_wc *wc)
 		smr_link_wc_error(link, wc);
 }
 
+/*
+ * Send queue room comes back (a signalled WR completed): registrations
+ * that wait for it try again. Caller holds link->lock.
+ */
+static void smr_link_sq_release_locked(struct smr_link *link,
+				       unsigned int nr_wr)
+{
+	lockdep_assert_held(&link->lock);
+	link->sq_free += nr_wr;
+	if (wq_has_sleeper(&link->reg_wait))
+		wake_up(&link->reg_wait);
+}
+
 /* A CDC may go: a slot, send queue room and a credit it may use. */
 static bool smr_link_cdc_room_locked(struct smr_link *link,
 				     unsigned int nr_wr)
@@ -420,7 +437,7 @@ static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
-	link->sq_free++;
+	smr_link_sq_release_locked(link, 1);
 	link->credit_msg_posted = false;
 	err = smr_link_return_credits_locked(link);
 	spin_unlock_bh(&link->lock);
@@ -473,7 +490,7 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	smr_link_send_progress(link, wc);
 
 	spin_lock_bh(&link->lock);
-	link->sq_free += slot->nr_wr;
+	smr_link_sq_release_locked(link, slot->nr_wr);
 	slot->user = NULL;
 	list_add(&slot->node, &link->free_slots);
 	spin_unlock_bh(&link->lock);
@@ -589,10 +606,17 @@ static void smr_link_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
-	link->sq_free += ctx->nr_wr;
+	smr_link_sq_release_locked(link, ctx->nr_wr);
 	spin_unlock_bh(&link->lock);
 	ctx->status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
 	complete(&ctx->done);
+}
+
+/* A registration of @nr_wr WRs may try: room, or the link is gone. */
+static bool smr_link_reg_may_try(struct smr_link *link, unsigned int nr_wr)
+{
+	return READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
+	       READ_ONCE(link->sq_free) >= nr_wr;
 }
 
 /*
@@ -606,7 +630,9 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 	struct smr_reg_ctx ctx = { .cqe.done = smr_link_reg_done };
 	const struct ib_send_wr *bad;
 	struct ib_send_wr *last = wr;
-	int tries, err;
+	unsigned long deadline;
+	long left;
+	int err;
 
 	might_sleep();
 	init_completion(&ctx.done);
@@ -620,13 +646,21 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 	last->wr_cqe = &ctx.cqe;
 	last->send_flags |= IB_SEND_SIGNALED;
 
-	/* registrations are rare: wait a little for room rather than fail */
-	for (tries = 0;; tries++) {
+	/*
+	 * Data never takes the send queue's last SMR_LINK_SQ_RESERVED WRs,
+	 * but registrations share those, and each holds its WRs until every
+	 * WR posted before it completes (an RC send queue completes in
+	 * order): when many connections start on a link busy with data,
+	 * they queue here for room, as long as their handshake may take
+	 * (the peer gives up after that anyway). Too long: -ETIMEDOUT.
+	 */
+	deadline = jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
+	for (;;) {
 		spin_lock_bh(&link->lock);
 		if (link->state != SMR_LINK_ACTIVE) {
 			err = -ENOTCONN;
 		} else if (link->sq_free < ctx.nr_wr) {
-			err = -EBUSY;
+			err = -ETIMEDOUT;
 		} else {
 			link->sq_free -= ctx.nr_wr;
 			err = ib_post_send(link->qp, wr, &bad);
@@ -634,12 +668,14 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 				link->sq_free += ctx.nr_wr;
 		}
 		spin_unlock_bh(&link->lock);
-		if (err != -EBUSY || tries >= SMR_LINK_REG_TRIES)
+		left = (long)(deadline - jiffies);
+		if (err != -ETIMEDOUT || left <= 0)
 			break;
-		usleep_range(SMR_LINK_REG_WAIT_US, 2 * SMR_LINK_REG_WAIT_US);
+		wait_event_timeout(link->reg_wait,
+				   smr_link_reg_may_try(link, ctx.nr_wr), left);
 	}
 	if (err) {
-		if (err != -ENOTCONN && err != -EBUSY)
+		if (err != -ENOTCONN && err != -ETIMEDOUT)
 			smr_link_down(link);
 		return err;
 	}
@@ -778,7 +814,7 @@ static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
-	link->sq_free++;
+	smr_link_sq_release_locked(link, 1);
 	link->keepalive_posted = false;
 	spin_unlock_bh(&link->lock);
 }
@@ -855,6 +891,7 @@ struct smr_link *smr_link_alloc(bool active_side, work_func_t connect)
 	kref_init(&link->ref);		/* the list's reference */
 	INIT_LIST_HEAD(&link->node);
 	spin_lock_init(&link->lock);
+	init_waitqueue_head(&link->reg_wait);
 	INIT_LIST_HEAD(&link->users);
 	INIT_LIST_HEAD(&link->free_slots);
 	INIT_LIST_HEAD(&link->tx_wait);

@@ -136,6 +136,7 @@ struct smr_link {
 	unsigned int		nusers;
 	struct list_head	free_slots;
 	unsigned int		sq_free;
+	wait_queue_head_t	reg_wait;	/* registrations: sq_free */
 	struct list_head	tx_wait;	/* users waiting for a slot/credit */
 	unsigned int		ntx_wait;
 	u32			peer_credits;	/* SENDs the peer has receives for */

@@ -65,6 +65,7 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_BUF_ALLOCATED]	= "buffers_allocated",
 	[SMR_STAT_BUF_REUSED]		= "buffers_reused",
 	[SMR_STAT_BUF_REGISTERED]	= "buffers_registered",
+	[SMR_STAT_BUF_REGISTER_FAILED]	= "buffers_register_failed",
 	[SMR_STAT_SNDBUF_GROWN]		= "sndbufs_grown",
 	[SMR_STAT_BUF_MEM_LIMIT]	= "buffers_mem_limit",
 	[SMR_STAT_BUF_USER_LIMIT]	= "buffers_user_limit",

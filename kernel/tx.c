@@ -422,18 +422,20 @@ static void smr_tx_grow(struct smr_sock *smr)
 	conn->tx_grown = true;
 	if (!want || !link)
 		return;
-	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg);
-	if (!bigger)
+	/* charged first: past the user's limit, nothing is allocated */
+	want = smr_buf_size_on(smr_link_pool(link), want);
+	if (want <= old->size ||
+	    smr_buf_charge_user(conn->charged_uid, want - old->size))
 		return;
-	if (bigger->size <= old->size ||
-	    smr_buf_charge_user(conn->charged_uid, bigger->size - old->size)) {
-		smr_buf_put(smr_link_pool(link), bigger);
+	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg);
+	if (IS_ERR(bigger)) {
+		smr_buf_uncharge_user(conn->charged_uid, want - old->size);
 		return;
 	}
 	spin_lock_bh(&conn->lock);
 	/* only this writer adds bytes: the ring is still empty */
 	conn->sndbuf = bigger;
-	conn->user_charged += bigger->size - old->size;
+	conn->user_charged += want - old->size;
 	spin_unlock_bh(&conn->lock);
 	smr_buf_put(smr_link_pool(link), old);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_SNDBUF_GROWN);

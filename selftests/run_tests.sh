@@ -193,7 +193,18 @@ done
 
 echo
 echo "test run took $(( $(date +%s) - t0 )) s (guests: ${kernels[*]}, $SMR_VM_SMP vCPU(s)); logs in ${logs#"$repo"/}/"
-[ ${#failures[@]} -eq 0 ] || echo "failing suites: ${failures[*]}"
+if [ ${#failures[@]} -gt 0 ]; then
+	# last, where a truncated CI log still shows it: what failed and why
+	echo "failures (each failing case and its first checks that failed):"
+	for name in "${failures[@]}"; do
+		[ -r "$logs/$name.log" ] || continue
+		awk -v suite="$name" '
+			/^not ok [0-9]+/ { print "  " suite ": " substr($0, 1, 160); fails = 0; next }
+			/^# FAIL/ && fails < 4 { print "    " substr($0, 1, 300); fails++ }
+		' "$logs/$name.log" | head -n 40
+	done
+	echo "failing suites: ${failures[*]}"
+fi
 line="$passed passed, $failed failed, $skipped skipped"
 echo "$line" >"$summary"
 echo "$line"

@@ -114,5 +114,14 @@ if [ -s "$out_a/stats-a.end" ] && [ -s "$out_a/stats-b.end" ]; then
 			awk '{ printf "  %-28s A %12s   B %12s\n", $1, $2, $4 }'
 	} | tap_diag
 fi
+# A failure's kernel side: SMR's own messages (why a link went down, say)
+# from both consoles, the last of each.
+if [ "$tap_failed" != 0 ]; then
+	for h in a b; do
+		[ -r "$run/console-$h.log" ] || continue
+		grep -E '\] smr(_test)?: ' "$run/console-$h.log" | grep -v 'taints kernel\|signature' |
+			tail -n 15 | sed "s/^/${h^^}'s kernel: /" | tap_diag
+	done
+fi
 echo "# $bed_suite: $((tap_n - tap_failed)) of $tap_n passed in $((SECONDS - t0)) s; run directory ${run#"$repo"/}"
 [ "$tap_failed" = 0 ]
