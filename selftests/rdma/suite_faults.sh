@@ -243,13 +243,22 @@ case_waiters() {
 	# (CI once saw 58 no_memory fallbacks on B here and no link on A)
 	wait_until 60 hosts_quiet || t_fail "connections left from the cases before: A $(b_conns_count) B $(b_call conns_count)"
 	snap wait.pre
-	# 1 GiB each: still moving when the device goes (-H needs an end)
-	serve wait -p 6135 -n 200 -s 1073741824 -m 64 -F -W 60 -T 300 || { t_end; return; }
+	# 1 GiB each: still moving when the device goes (-H needs an end).
+	# Both ends hold after 1 KiB until all 200 are up: the handshakes do
+	# not compete with B's data for the link (CI once saw A's link fail
+	# while 200 started under B's full-speed writes)
+	serve wait -p 6135 -n 200 -s 1073741824 -m 64 -F -W 60 -T 300 \
+		-h 1024 -H /tmp/rdma-b/wait.go || { t_end; return; }
 	client_bg wait -a "$peer" -p 6135 -n 200 -s 1073741824 -m 64 -F -X "$work/wait.trigger" \
 		-W 60 -H "$work/wait.go" -h 1024 -R "$work/wait.ready" -T 300
 	pid=$bg_pid
 	rdma_wait_file "$work/wait.ready" 120 "$pid" ||
 		t_fail "the connections did not come up within 120 s"
+	snap wait.up
+	ck "connections in mode rdma before B is held busy (A's mode_rdma)" \
+		"$(delta wait.pre wait.up a mode_rdma)" eq 200
+	r=$(b_call hold_release wait)
+	ck "B's server released" "$r" eq ok
 	r=$(b_call hog 20)
 	ck "B's CPUs held busy" "$r" eq ok
 	: >"$work/wait.go"
