@@ -33,7 +33,9 @@
  *   before accept(), at most net.smr.mem_unaccepted_max in all and
  *   net.smr.mem_unaccepted_peer_max per peer (an IPv4 address, an IPv6
  *   /64), so that peers who never let the application accept cannot take
- *   the memory of other peers' connections.
+ *   the memory of other peers' connections; and all listeners' together
+ *   at most half of net.smr.mem_max, so that peers with many addresses,
+ *   or many listeners, leave accepted connections the other half.
  * - the memory cgroup: the ring, its page list and scatterlist are
  *   allocated with __GFP_ACCOUNT in the memory cgroup the connection
  *   names (its socket's sk_memcg; a child's is its listener's), from
@@ -254,10 +256,23 @@ smr_buf_acct_find(struct smr_buf_acct *acct, const struct in6_addr *key,
 }
 
 /*
+ * Take @bytes of the host's unaccepted share (half of net.smr.mem_max,
+ * see above): exact, listeners charge at once. False if it is full.
+ */
+static bool smr_buf_unaccepted_take(long bytes)
+{
+	if (atomic_long_add_return(bytes, &smr_buf_unaccepted) <=
+	    READ_ONCE(smr_buf_mem_max) / 2)
+		return true;
+	atomic_long_sub(bytes, &smr_buf_unaccepted);
+	return false;
+}
+
+/*
  * Charge @bytes to the peer @key of @acct if that keeps the peer within
- * net.smr.mem_unaccepted_peer_max and the account within
- * net.smr.mem_unaccepted_max. Process context. 0, or -ENOBUFS (counted)
- * / -ENOMEM.
+ * net.smr.mem_unaccepted_peer_max, the account within
+ * net.smr.mem_unaccepted_max and all accounts within half of
+ * net.smr.mem_max. Process context. 0, or -ENOBUFS (counted) / -ENOMEM.
  */
 int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
 			long bytes)
@@ -276,6 +291,8 @@ int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
 		limit = SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT;
 	} else if (acct->bytes + bytes > READ_ONCE(smr_buf_mem_unaccepted_max)) {
 		limit = SMR_STAT_BUF_UNACCEPTED_LIMIT;
+	} else if (!smr_buf_unaccepted_take(bytes)) {
+		limit = SMR_STAT_BUF_UNACCEPTED_HOST_LIMIT;
 	} else {
 		if (!p) {
 			p = fresh;
@@ -285,7 +302,6 @@ int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
 		}
 		p->bytes += bytes;
 		acct->bytes += bytes;
-		atomic_long_add(bytes, &smr_buf_unaccepted);
 	}
 	spin_unlock_bh(&acct->lock);
 	kfree(fresh);

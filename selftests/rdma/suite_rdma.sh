@@ -28,6 +28,7 @@ suite_tests=(
 	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
 	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
 	"unaccepted|a client on A floods a B listener whose application does not accept with 48 connections from one address (B's net.smr.mem_max 20 MiB, mem_unaccepted_peer_max 4 MiB): the flood holds at most 4 MiB of B's buffers, its excess falls back (peer_reason no_memory, buffers_unaccepted_peer_limit); a connection from A's second address to the same listener and one held open meanwhile run in mode rdma, streams intact"
+	"unaccepted_host|B's net.smr.mem_max 8 MiB, per-listener and per-peer unaccepted bounds out of the way: a flood of 24 connections (12 MiB of buffers) to a listener whose application does not accept holds at most half of mem_max, its excess falls back (peer_reason no_memory, buffers_unaccepted_host_limit), and a connection to another listener, which accepts, runs in mode rdma, stream intact"
 	"pool|net.smr.mem_pool_max 2 MiB and mem_pool_link_max 1 MiB on both hosts: once 32 connections of four buffer sizes (7.5 MiB a host) closed, each host's one link keeps at most 1 MiB pinned in its idle pool, the excess was freed (buffers_pool_full)"
 	"links|two simultaneous connections share one new link; 20 more add no link and no QP on either host; 10 after they closed allocate nothing and re-register only their RMBs"
 	"loss|B's rxe0 deleted under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/EPIPE/clean EOF) within 30 s; a new connection falls back to TCP; rmmod succeeds, no rdma res of smr left"
@@ -51,6 +52,9 @@ unacc_mem_max=20971520
 unacc_peer_max=4194304
 unacc_max=12582912
 unacc_src=192.0.2.11
+# unaccepted_host: B's mem_max (the other bounds set as high), the flood
+unhost_mem_max=8388608
+unhost_flood=24
 # pool: the bounds set on both hosts
 pool_max=2097152
 pool_link_max=1048576
@@ -454,6 +458,29 @@ case_usermem() {
 	t_end
 }
 
+# b_sysctls_set KEY=VALUE...: set B's net.smr.KEY, each old value kept for
+# b_sysctls_restore (a value that does not stick fails the case).
+b_sysctls_saved=()
+b_sysctls_set() {
+	local kv k old r
+	for kv in "$@"; do
+		k=${kv%%=*}
+		old=$(b_call sysctl_get "net.smr.$k")
+		r=$(b_call sysctl "net.smr.$kv")
+		[ "$r" = "net.smr.$k = ${kv#*=}" ] ||
+			t_fail "B: cannot set net.smr.$k: ${r:-no answer} (was $old)"
+		[ "$old" = missing ] || b_sysctls_saved+=("$k=$old")
+	done
+}
+
+b_sysctls_restore() {
+	local kv
+	for kv in "${b_sysctls_saved[@]}"; do
+		b_call sysctl "net.smr.$kv" >/dev/null
+	done
+	b_sysctls_saved=()
+}
+
 # b_sysctl_get KEY: B's value of KEY, "missing" if it has no such sysctl.
 b_sysctl_get() {
 	sysctl -n "$1" 2>/dev/null || echo missing
@@ -519,10 +546,8 @@ server_part() {
 # flood), mem_unaccepted_max 12 MiB. Once everything was checked the
 # server accepts, every stream runs, and both ends' lines are compared.
 case_unaccepted() {
-	local dev rel=$work/unacc.release k v r n_rdma n_nomem n_other
-	local pin_pre pin_mid pin_post unacc_mid lim saved=() pid_hold='' pid_flood pid_legit
-	local keys=(mem_max mem_unaccepted_peer_max mem_unaccepted_max)
-	local vals=("$unacc_mem_max" "$unacc_peer_max" "$unacc_max")
+	local dev rel=$work/unacc.release n_rdma n_nomem n_other
+	local pin_pre pin_mid pin_post unacc_mid lim pid_hold='' pid_flood pid_legit
 	t_begin unaccepted
 	if [ "$expect" = tcp ]; then
 		t_note "no buffers in mode tcp: nothing to hold"
@@ -538,12 +563,8 @@ case_unaccepted() {
 	fi
 	# B's pools from the cases before go: its pinned bytes are the flood's
 	links_idle_out || t_fail "links did not idle out within 45 s before the flood"
-	for k in "${!keys[@]}"; do
-		saved[k]=$(b_call sysctl_get "net.smr.${keys[k]}")
-		r=$(b_call sysctl "net.smr.${keys[k]}=${vals[k]}")
-		[ "$r" = "net.smr.${keys[k]} = ${vals[k]}" ] ||
-			t_fail "B: cannot set net.smr.${keys[k]}: ${r:-no answer} (was ${saved[k]})"
-	done
+	b_sysctls_set "mem_max=$unacc_mem_max" "mem_unaccepted_peer_max=$unacc_peer_max" \
+		"mem_unaccepted_max=$unacc_max"
 	snap unacc.pre
 	pin_pre=$(stat_of unacc.pre b buffer_bytes_pinned)
 
@@ -608,14 +629,67 @@ case_unaccepted() {
 	ck "A buffer_bytes_charged once all closed" "$(stat_of unacc.post a buffer_bytes_charged)" eq 0
 	t_note "flood of $unacc_flood: $n_rdma in mode rdma, $n_nomem declined by B (no_memory); B pinned before/during/after the close: $pin_pre/$pin_mid/$pin_post bytes (after: pooled), unaccepted during $unacc_mid"
 
-	for k in "${!keys[@]}"; do
-		[ "${saved[k]}" = missing ] || b_call sysctl "net.smr.${keys[k]}=${saved[k]}" >/dev/null
-	done
+	b_sysctls_restore
 	links_idle_out || t_fail "links did not idle out within 45 s after the case"
 	snap_stats unacc.end
 	ck "B buffer_bytes_pinned once the links idled out" "$(stat_of unacc.end b buffer_bytes_pinned)" eq 0
 	t_note "B pinned once the links idled out: $(stat_of unacc.end b buffer_bytes_pinned)"
 	ip addr del "$unacc_src/24" dev "$dev"
+	t_end
+}
+
+# unaccepted_host: all listeners' unaccepted children together hold at
+# most half of B's mem_max, whatever the per-listener and per-peer bounds
+# allow: a listener that accepts keeps the other half.
+case_unaccepted_host() {
+	local rel=$work/unhost.release pid_flood n_rdma n_nomem unacc_mid
+	local half=$((unhost_mem_max / 2))
+	t_begin unaccepted_host
+	if [ "$expect" = tcp ]; then
+		t_note "no buffers in mode tcp: nothing to hold"
+		t_end
+		return
+	fi
+	rm -f "$rel"
+	links_idle_out || t_fail "links did not idle out within 45 s before the flood"
+	b_sysctls_set "mem_max=$unhost_mem_max" "mem_unaccepted_max=$unhost_mem_max" \
+		"mem_unaccepted_peer_max=$unhost_mem_max"
+	snap unhost.pre
+	serve unhost -p 6165 -n "$unhost_flood" -s 16384 -r "$unacc_sockbuf" \
+		-D /tmp/rdma-b/unhost.trigger -M any -T 300 || { t_end; return; }
+	client_bg_ready unhost_flood 180 "the flood's $unhost_flood connections were not all connected" \
+		-a "$peer" -p 6165 -n "$unhost_flood" -s 16384 -h 0 -H "$rel" \
+		-r "$unacc_sockbuf" -M any -T 300
+	pid_flood=$bg_pid
+	snap unhost.mid
+	unacc_mid=$(stat_of unhost.mid b buffer_bytes_unaccepted)
+	# meanwhile another listener, which accepts, gets buffers
+	if serve unhost_acc -p 6166 -n 1 -s 1048576 -r "$unacc_sockbuf" -T 120; then
+		client unhost_acc -a "$peer" -p 6166 -n 1 -s 1048576 -r "$unacc_sockbuf" -M rdma -T 120
+		server_result unhost_acc 60
+		pair_check unhost_acc 1 1048576
+	fi
+	b_call trigger unhost >/dev/null
+	: >"$rel"
+	client_bg_wait "$pid_flood" unhost_flood
+	server_result unhost 120
+	server_part unhost unhost_flood
+	pair_check unhost_flood "$unhost_flood" 16384
+	links_drained 60 || t_fail "connections still attached 60 s after the case"
+	snap unhost.post
+	n_rdma=$(grep -c '^conn .* mode=rdma ' "$work/unhost_flood.client")
+	n_nomem=$(grep -c '^conn .* mode=tcp reason=peer_declined peer_reason=no_memory ' "$work/unhost_flood.client")
+	ck "flood: connections in mode rdma" "$n_rdma" ge 1
+	ck "flood: connections in mode rdma, at most half of mem_max's worth" \
+		"$n_rdma" le $((half / unacc_conn_bytes))
+	ck "flood: the others declined by B for memory" "$n_nomem" eq $((unhost_flood - n_rdma))
+	ck "B buffers_unaccepted_host_limit = the flood's declined connections" \
+		"$(delta unhost.pre unhost.mid b buffers_unaccepted_host_limit)" eq "$n_nomem"
+	ck "B buffer_bytes_unaccepted while the flood waits" "$unacc_mid" le "$half"
+	ck "B buffer_bytes_unaccepted once all closed" "$(stat_of unhost.post b buffer_bytes_unaccepted)" eq 0
+	b_sysctls_restore
+	links_idle_out || t_fail "links did not idle out within 45 s after the case"
+	t_note "B mem_max $unhost_mem_max: flood of $unhost_flood to a listener that does not accept: $n_rdma in mode rdma, $n_nomem declined (buffers_unaccepted_host_limit), unaccepted bytes $unacc_mid; the accepting listener's connection in mode rdma"
 	t_end
 }
 
