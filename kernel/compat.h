@@ -39,7 +39,8 @@ int (smr_accept)(struct socket *sock, struct socket *newsock, int flags,
  * the socket sets SOCK_CUSTOM_SOCKOPT. Older kernels ignore the bit (it is
  * unused there) and apply those options to the SMR sock only: compat.c
  * copies the ones that matter to the inner TCP sock before each
- * operation, and an accepted child takes its listener's buffer sizes.
+ * operation, and an accepted child's SMR sock first takes the options its
+ * inner sock inherited from TCP's listener, and its listener's buffer sizes.
  */
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT
 static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
