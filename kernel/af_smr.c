@@ -215,6 +215,67 @@ static int smr_release(struct socket *sock)
 	return 0;
 }
 
+/* the sk_flags bits of SOL_SOCKET options that change TCP's behaviour */
+#define SMR_SOCKOPT_FLAGS	(BIT(SOCK_LINGER) | BIT(SOCK_KEEPOPEN) | \
+				 BIT(SOCK_URGINLINE) | BIT(SOCK_DBG))
+
+/*
+ * The SOL_SOCKET options that change TCP's behaviour, other than buffer
+ * sizes (which TCP also sets itself): from the SMR sock to the inner one
+ * (compat.c, kernels that give us no SOL_SOCKET options), or from an
+ * accepted child's inner sock to its SMR sock. Caller holds @dst's lock.
+ */
+void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
+{
+	dst->sk_flags = (dst->sk_flags & ~SMR_SOCKOPT_FLAGS) |
+			(src->sk_flags & SMR_SOCKOPT_FLAGS);
+	dst->sk_rcvtimeo = src->sk_rcvtimeo;
+	dst->sk_sndtimeo = src->sk_sndtimeo;
+	dst->sk_lingertime = src->sk_lingertime;
+	dst->sk_reuse = src->sk_reuse;
+	dst->sk_reuseport = src->sk_reuseport;
+	dst->sk_priority = src->sk_priority;
+	dst->sk_mark = src->sk_mark;
+	dst->sk_bound_dev_if = src->sk_bound_dev_if;
+}
+
+/*
+ * An accepted child's SMR sock is new, with every option at its default,
+ * while its inner sock is TCP's clone of the inner listener and holds what
+ * TCP's children inherit (SO_REUSEADDR, SO_KEEPALIVE, SO_LINGER, ...) and
+ * what TCP chose for the connection (the bound device of a link-local or
+ * VRF peer). The SMR sock takes those, so that getsockopt() and SMR's own
+ * close (SO_LINGER) see what a TCP child would have, and on kernels
+ * before 6.2 the copy before each operation passes TCP's values back, not
+ * the defaults (a child whose SO_REUSEADDR was cleared so left a TIME_WAIT
+ * a restarted listener could not bind over: the bind conflict wants
+ * sk_reuse on both sides).
+ *
+ * A listener's SO_SNDBUF/SO_RCVBUF set after listen() may not have reached
+ * its inner socket before children were cloned from it (before 6.2 they
+ * get there on its next operation): an accepted child takes them here, as
+ * TCP's children inherit the listener's.
+ */
+static void smr_accept_inherit_sockopts(struct smr_sock *child,
+					const struct smr_sock *listener)
+{
+	const struct sock *lsk = &listener->sk;
+	struct sock *sk = &child->sk;
+	/* a plain read: sk_userlocks is a bit-field before 6.2 */
+	u8 locks = lsk->sk_userlocks & (SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK);
+
+	lock_sock(sk);
+	/* unlocked: nothing writes these on a child not yet accepted */
+	smr_sock_copy_opts(sk, child->tcp->sk);
+	if (locks & SOCK_SNDBUF_LOCK)
+		WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(lsk->sk_sndbuf));
+	if (locks & SOCK_RCVBUF_LOCK)
+		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
+	sk->sk_userlocks |= locks;
+	release_sock(sk);
+	smr_tcp_copy_sockopts(child);
+}
+
 static struct socket *smr_tcp_of(struct socket *sock)
 {
 	struct smr_sock *smr = smr_sk(sock->sk);
@@ -543,7 +604,7 @@ int smr_accept(struct socket *sock, struct socket *newsock,
 	/* its buffers are the application's now, no longer the listener's */
 	smr_conn_accepted(child);
 
-	smr_tcp_inherit_sockopts(child, lsmr);
+	smr_accept_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);
 	set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
 	smr_transport(child)->accepted(child, newsock);

@@ -15,6 +15,7 @@ int smr_proto_init(void);
 void smr_proto_exit(void);
 int smr_af_init(void);
 void smr_af_exit(void);
+void smr_sock_copy_opts(struct sock *dst, const struct sock *src);
 int smr_accept(struct socket *sock, struct socket *newsock,
 	       struct proto_accept_arg *arg);
 

@@ -39,18 +39,13 @@ int (smr_accept)(struct socket *sock, struct socket *newsock, int flags,
  * the socket sets SOCK_CUSTOM_SOCKOPT. Older kernels ignore the bit (it is
  * unused there) and apply those options to the SMR sock only: compat.c
  * copies the ones that matter to the inner TCP sock before each
- * operation, and an accepted child's SMR sock first takes the options its
- * inner sock inherited from TCP's listener, and its listener's buffer sizes.
+ * operation (smr_sock_copy_opts(), af_smr.c).
  */
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT
 static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
-static inline void smr_tcp_inherit_sockopts(struct smr_sock *child,
-					    const struct smr_sock *listener) { }
 #else
 #define SOCK_CUSTOM_SOCKOPT	6
 void smr_tcp_copy_sockopts(struct smr_sock *smr);
-void smr_tcp_inherit_sockopts(struct smr_sock *child,
-			      const struct smr_sock *listener);
 #endif
 
 /*

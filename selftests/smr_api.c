@@ -830,6 +830,40 @@ TEST_F(smr_api, bind_reuseaddr_time_wait)
 	EXPECT_EQ('r', c);
 }
 
+/*
+ * An accepted socket has the SOL_SOCKET options its listener had, as a TCP
+ * child does: getsockopt() reports them (and SMR's close honours the
+ * linger time it reads from the same place).
+ */
+TEST_F(smr_api, accept_inherits_sockopts)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 5 }, got = {};
+	struct sockaddr_storage la, ss;
+	socklen_t len = self_addr(self, self->af, 0, &ss);
+	int l = NEW_SOCK(SOCK_STREAM);
+	int cli, srv, v;
+
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_REUSEADDR, 1));
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_KEEPALIVE, 1));
+	ASSERT_EQ(0, setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	ASSERT_EQ(0, xbind(l, &ss, len));
+	ASSERT_EQ(0, xlisten(l, 4));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	cli = CONNECT(&la);
+	srv = xaccept(l, 0);
+	ASSERT_LE(0, srv);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_REUSEADDR, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_KEEPALIVE, &v));
+	EXPECT_EQ(1, v);
+	len = sizeof(got);
+	ASSERT_EQ(0, getsockopt(srv, SOL_SOCKET, SO_LINGER, &got, &len));
+	EXPECT_EQ(1, got.l_onoff);
+	EXPECT_EQ(5, got.l_linger);
+	close(cli);
+}
+
 TEST_F(smr_api, bind_reuseport)
 {
 	struct sockaddr_storage ss, la;
