@@ -35,7 +35,10 @@
  *   /64), so that peers who never let the application accept cannot take
  *   the memory of other peers' connections; and all listeners' together
  *   at most half of net.smr.mem_max, so that peers with many addresses,
- *   or many listeners, leave accepted connections the other half.
+ *   or many listeners, leave this host's own connects and accepted
+ *   connections the other half; except that a listener's first
+ *   SMR_BUF_UNACCEPTED_FLOOR bytes always fit (they count in the half),
+ *   so that a flood of one listener does not stop every other one.
  * - the memory cgroup: the ring, its page list and scatterlist are
  *   allocated with __GFP_ACCOUNT in the memory cgroup the connection
  *   names (its socket's sk_memcg; a child's is its listener's), from
@@ -175,6 +178,8 @@ void smr_buf_uncharge_user(kuid_t uid, long bytes)
 #define SMR_BUF_ACCT_BITS	6
 /* one IPv6 peer is a /64: whoever has one address has all of them */
 #define SMR_BUF_PEER_PREFIX6	64
+/* what a listener's unaccepted children may hold past the host's half */
+#define SMR_BUF_UNACCEPTED_FLOOR	(2L << 20)
 
 struct smr_buf_acct_peer {
 	struct hlist_node	node;
@@ -257,12 +262,16 @@ smr_buf_acct_find(struct smr_buf_acct *acct, const struct in6_addr *key,
 
 /*
  * Take @bytes of the host's unaccepted share (half of net.smr.mem_max,
- * see above): exact, listeners charge at once. False if it is full.
+ * see above) for an account that holds @held: exact, listeners charge at
+ * once; within the account's floor whatever the share holds. False if
+ * the share is full.
  */
-static bool smr_buf_unaccepted_take(long bytes)
+static bool smr_buf_unaccepted_take(long held, long bytes)
 {
-	if (atomic_long_add_return(bytes, &smr_buf_unaccepted) <=
-	    READ_ONCE(smr_buf_mem_max) / 2)
+	long total = atomic_long_add_return(bytes, &smr_buf_unaccepted);
+
+	if (held + bytes <= SMR_BUF_UNACCEPTED_FLOOR ||
+	    total <= READ_ONCE(smr_buf_mem_max) / 2)
 		return true;
 	atomic_long_sub(bytes, &smr_buf_unaccepted);
 	return false;
@@ -272,7 +281,8 @@ static bool smr_buf_unaccepted_take(long bytes)
  * Charge @bytes to the peer @key of @acct if that keeps the peer within
  * net.smr.mem_unaccepted_peer_max, the account within
  * net.smr.mem_unaccepted_max and all accounts within half of
- * net.smr.mem_max. Process context. 0, or -ENOBUFS (counted) / -ENOMEM.
+ * net.smr.mem_max (past the account's floor). Process context. 0, or
+ * -ENOBUFS (counted) / -ENOMEM.
  */
 int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
 			long bytes)
@@ -291,7 +301,7 @@ int smr_buf_acct_charge(struct smr_buf_acct *acct, const struct in6_addr *key,
 		limit = SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT;
 	} else if (acct->bytes + bytes > READ_ONCE(smr_buf_mem_unaccepted_max)) {
 		limit = SMR_STAT_BUF_UNACCEPTED_LIMIT;
-	} else if (!smr_buf_unaccepted_take(bytes)) {
+	} else if (!smr_buf_unaccepted_take(acct->bytes, bytes)) {
 		limit = SMR_STAT_BUF_UNACCEPTED_HOST_LIMIT;
 	} else {
 		if (!p) {
