@@ -36,7 +36,8 @@
  *   SYN TCP will keep a request sock for (as tcp_conn_request() decides:
  *   its SYN queue and accept queue not full), so a flood of forged SYNs
  *   holds no more records than TCP holds request socks. A SYN TCP answers
- *   with a cookie then gets no answer either (the client falls back,
+ *   with a cookie gets its answer from a per-CPU slot instead (the client
+ *   falls back, syn_cookies; its server, which kept nothing, reports
  *   peer_no_smr) unless the namespace always sends cookies
  *   (tcp_syncookies=2): then the record is made so that the SYN-ACK can
  *   say so, and lives until the cookie's ACK or the GC.
@@ -827,6 +828,68 @@ static void smr_out_syn(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	}
 }
 
+/*
+ * A SYN that TCP answers with a cookie because its listener's SYN queue is
+ * full gets no record (see "Bounds"), yet its client should learn why SMR
+ * is off (syn_cookies, not peer_no_smr). TCP sends that SYN-ACK before
+ * the SYN's softirq ends, on the same CPU (listeners take SYNs without a
+ * lock): the SYN's offer waits for it in a per-CPU slot, which the next
+ * such SYN on that CPU overwrites. Nothing is kept beyond one slot a CPU.
+ */
+struct smr_cookie_offer {
+	struct smr_tuple	tuple;
+	u32			nonce;
+	bool			armed;
+};
+
+static DEFINE_PER_CPU(struct smr_cookie_offer, smr_cookie_offer);
+
+static void smr_cookie_offer_arm(const struct smr_tuple *tuple, u32 nonce)
+{
+	struct smr_cookie_offer *c;
+
+	local_bh_disable();
+	c = this_cpu_ptr(&smr_cookie_offer);
+	c->tuple = *tuple;
+	c->nonce = nonce;
+	c->armed = true;
+	local_bh_enable();
+}
+
+/* The offer of the SYN this cookie SYN-ACK answers: true and its nonce. */
+static bool smr_cookie_offer_take(const struct smr_tuple *tuple, u32 *nonce)
+{
+	struct smr_cookie_offer *c;
+	bool hit;
+
+	local_bh_disable();
+	c = this_cpu_ptr(&smr_cookie_offer);
+	hit = c->armed && smr_tuple_eq(&c->tuple, tuple);
+	if (hit) {
+		*nonce = c->nonce;
+		c->armed = false;
+	}
+	local_bh_enable();
+	return hit;
+}
+
+/* A cookie SYN-ACK whose SYN offered but has no record: say so. */
+static void smr_out_cookie_synack(struct sk_buff *skb, u8 family,
+				  struct smr_pkt *p)
+{
+	struct smr_opt opt = {
+		.version = SMR_OPT_VERSION,
+		.role = SMR_OPT_ROLE_ANSWER,
+		.flags = SMR_OPT_F_COOKIE,
+	};
+	u32 nonce;
+
+	if (!smr_cookie_offer_take(&p->tuple, &nonce))
+		return;
+	opt.nonce = smr_opt_proof(nonce);
+	smr_pkt_add_opt(skb, family, p, &opt);
+}
+
 /* A SYN-ACK from us: answer if the SYN offered to an SMR listener. */
 static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 			   struct net *net)
@@ -838,8 +901,12 @@ static void smr_out_synack(struct sk_buff *skb, u8 family, struct smr_pkt *p,
 	struct smr_negot n;
 	u8 result;
 
-	if (!smr_negot_update(&p->tuple, SMR_OPT_ROLE_ANSWER, NULL, NULL, &n))
+	if (!smr_negot_update(&p->tuple, SMR_OPT_ROLE_ANSWER, NULL, NULL, &n)) {
+		/* SYN cookie SYN-ACKs carry no socket */
+		if (!skb->sk)
+			smr_out_cookie_synack(skb, family, p);
 		return;
+	}
 	if (n.result != SMR_NEGOT_OFFERED && n.result != SMR_NEGOT_ANSWERED &&
 	    n.result != SMR_NEGOT_COOKIE && n.result != SMR_NEGOT_PEER_NO_DEVICE)
 		return;
@@ -939,6 +1006,10 @@ static void smr_in_syn(struct sk_buff *skb, const struct smr_pkt *p,
 	if (!lsk)
 		return;
 	if (!smr_syn_gets_reqsk(lsk, state->net)) {
+		/* a cookie, unless the accept queue is full (a drop) */
+		if (!sk_acceptq_is_full(lsk) &&
+		    READ_ONCE(state->net->ipv4.sysctl_tcp_syncookies))
+			smr_cookie_offer_arm(&p->tuple, opt->nonce);
 		smr_stat_inc(state->net, SMR_STAT_NEGOT_REFUSED_LISTEN);
 		return;
 	}

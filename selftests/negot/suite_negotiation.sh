@@ -32,6 +32,7 @@ suite_tests=(
 	"strip_answer|nftables strips the answer from SYN-ACKs: client peer_no_smr, data intact"
 	"strip_answer_server_first|answer stripped, server speaks first: server handshake_timeout, data intact"
 	"syn_cookies|tcp_syncookies=2 on the server: syn_cookies on both ends, data intact"
+	"syn_cookies_full|tcp_syncookies=1 and a listener whose SYN queue is full (backlog 0, one forged SYN's request sock held): TCP answers with a cookie and SMR keeps no record for it, yet the SYN-ACK carries the COOKIE answer: client syn_cookies, server peer_no_smr (it kept nothing), data intact"
 	"wire_syn|wire: plain SYN has no kind 254 and equals SMR's SYN minus SMR's option"
 	"wire_synack|wire: SMR listener's SYN-ACK answers with role 2 and the nonce's proof"
 	"option_echoed|middlebox echoes the SYN's option: client option_echoed, no handshake bytes"
@@ -713,6 +714,42 @@ case_syn_cookies() {
 	ck_wire 5502 "${C[lport]:-0}" yes proof
 	ck "wire: the cookie SYN-ACK's answer flags (bit 0 COOKIE)" "${P[smr_flags]:-}" eq 1
 	t_note "tcp_syncookies=2 on B: client and server syn_cookies (IPv4 and IPv6), answer with the COOKIE flag on the wire, data intact"
+	t_end
+}
+
+chk_cookie_full_pair() {
+	ck_data
+	ck_fallback client C 4
+	ck_fallback server S 2
+}
+
+# A full SYN queue: a listener with backlog 0 holding one request sock (a
+# forged SYN whose SYN-ACK goes nowhere) has no room for another, so with
+# tcp_syncookies=1 the next SYN gets a cookie.
+case_syn_cookies_full() {
+	local r
+	t_begin syn_cookies_full
+	c2s=30000 s2c=30000
+	client_nb=1
+	r=$(b_call sysctl net.ipv4.tcp_syncookies=1)
+	ck "B's tcp_syncookies" "$r" eq "net.ipv4.tcp_syncookies = 1"
+	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
+	r=$(b_call serve cookiefull -p 5503 -n 1 -B 0 -s "$c2s" -r "$s2c")
+	if [ "$r" = ok ]; then
+		forged_burst cookiefull 5503 1
+		"$probe" client -p 5503 -a "$peer" -n 1 -s "$c2s" -r "$s2c" \
+			>"$work/cookiefull.client" 2>"$work/cookiefull.client.err"
+		echo "rc=$?" >>"$work/cookiefull.client"
+		b_call result cookiefull 90 >"$work/cookiefull.server"
+		cp "$work/cookiefull.client" "$work/cookiefull.server" "$out/conns/"
+		ck_summaries cookiefull 1
+		each_pair cookiefull chk_cookie_full_pair
+		ck "cookiefull connections checked" "$pair_count" eq 1
+	else
+		t_fail "cookiefull: B's server did not start: $r"
+	fi
+	b_call spoof_route del "$self" >/dev/null
+	t_note "tcp_syncookies=1, B's listener (backlog 0) holding a forged SYN's request sock: the client's SYN got a cookie and SMR kept no record, yet the SYN-ACK said COOKIE: client syn_cookies, server peer_no_smr, data intact"
 	t_end
 }
 
