@@ -44,7 +44,11 @@
  *   names (its socket's sk_memcg; a child's is its listener's), from
  *   whatever context allocates them (the handshake work). Pages keep the
  *   charge of the cgroup they were allocated in, so a pooled buffer is
- *   reused only by connections of that cgroup (buf->memcg).
+ *   reused only by connections of that cgroup (buf->memcg). A new buffer
+ *   must leave the group, and every group above it, SMR_BUF_MEMCG_HEADROOM
+ *   below its memory.max: rings that filled a group to its limit would
+ *   leave the next allocation of its tasks (a socket, a page fault) to the
+ *   OOM killer; SMR's connections fall back instead.
  *
  * Buffers are registered on their link's queue pair, which belongs to the
  * layer above: the link hands each pool its protection domain and a
@@ -342,6 +346,24 @@ void smr_buf_acct_uncharge(struct smr_buf_acct *acct,
 }
 
 /* ---- memory cgroups ---- */
+
+/* what a new buffer leaves free below its memory cgroups' limits */
+#define SMR_BUF_MEMCG_HEADROOM	(1UL << 20)
+
+/* Room for @size more bytes in @memcg and above, with the headroom. */
+static bool smr_buf_memcg_room(struct mem_cgroup *memcg, u32 size)
+{
+#ifdef CONFIG_MEMCG
+	unsigned long want = (size + SMR_BUF_MEMCG_HEADROOM) >> PAGE_SHIFT;
+
+	/* the connection's reference keeps @memcg and its ancestors */
+	for (; memcg; memcg = parent_mem_cgroup(memcg))
+		if (page_counter_read(&memcg->memory) + want >
+		    READ_ONCE(memcg->memory.max))
+			return false;
+#endif
+	return true;
+}
 
 /* A reference on @memcg for a connection's life (NULL: none). */
 struct mem_cgroup *smr_buf_memcg_hold(struct mem_cgroup *memcg)
@@ -704,6 +726,10 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 				smr_stat_inc(&init_net, SMR_STAT_BUF_MEM_LIMIT);
 				return ERR_PTR(-ENOBUFS);
 			}
+		}
+		if (!smr_buf_memcg_room(memcg, size)) {
+			smr_stat_inc(&init_net, SMR_STAT_BUF_MEMCG_LIMIT);
+			return ERR_PTR(-ENOBUFS);
 		}
 		buf = smr_buf_alloc(pool->pd, size, remote, memcg);
 		if (!buf)

@@ -62,6 +62,7 @@ enum smr_stat {
 	SMR_STAT_BUF_UNACCEPTED_LIMIT,	/* refused: mem_unaccepted_max */
 	SMR_STAT_BUF_UNACCEPTED_PEER_LIMIT, /* refused: mem_unaccepted_peer_max */
 	SMR_STAT_BUF_UNACCEPTED_HOST_LIMIT, /* refused: half of mem_max */
+	SMR_STAT_BUF_MEMCG_LIMIT,	/* refused: memory cgroup near its max */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };
