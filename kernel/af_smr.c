@@ -227,16 +227,17 @@ static int smr_release(struct socket *sock)
  */
 void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
 {
+	/* @src is live (softirq sets its flags): one read of each field */
 	dst->sk_flags = (dst->sk_flags & ~SMR_SOCKOPT_FLAGS) |
-			(src->sk_flags & SMR_SOCKOPT_FLAGS);
-	dst->sk_rcvtimeo = src->sk_rcvtimeo;
-	dst->sk_sndtimeo = src->sk_sndtimeo;
-	dst->sk_lingertime = src->sk_lingertime;
+			(READ_ONCE(src->sk_flags) & SMR_SOCKOPT_FLAGS);
+	WRITE_ONCE(dst->sk_rcvtimeo, READ_ONCE(src->sk_rcvtimeo));
+	WRITE_ONCE(dst->sk_sndtimeo, READ_ONCE(src->sk_sndtimeo));
+	WRITE_ONCE(dst->sk_lingertime, READ_ONCE(src->sk_lingertime));
 	dst->sk_reuse = src->sk_reuse;
 	dst->sk_reuseport = src->sk_reuseport;
-	dst->sk_priority = src->sk_priority;
-	dst->sk_mark = src->sk_mark;
-	dst->sk_bound_dev_if = src->sk_bound_dev_if;
+	WRITE_ONCE(dst->sk_priority, READ_ONCE(src->sk_priority));
+	WRITE_ONCE(dst->sk_mark, READ_ONCE(src->sk_mark));
+	WRITE_ONCE(dst->sk_bound_dev_if, READ_ONCE(src->sk_bound_dev_if));
 }
 
 /*

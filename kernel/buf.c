@@ -37,8 +37,9 @@
  *   at most half of net.smr.mem_max, so that peers with many addresses,
  *   or many listeners, leave this host's own connects and accepted
  *   connections the other half; except that a listener's first
- *   SMR_BUF_UNACCEPTED_FLOOR bytes always fit (they count in the half),
- *   so that a flood of one listener does not stop every other one.
+ *   SMR_BUF_UNACCEPTED_FLOOR bytes fit even so (they count in the half),
+ *   up to five eighths of mem_max, so that a flood of one listener does
+ *   not stop every other one.
  * - the memory cgroup: the ring, its page list and scatterlist are
  *   allocated with __GFP_ACCOUNT in the memory cgroup the connection
  *   names (its socket's sk_memcg; a child's is its listener's), from
@@ -76,6 +77,7 @@
 #include <linux/random.h>
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
 #include <linux/slab.h>
@@ -273,9 +275,11 @@ smr_buf_acct_find(struct smr_buf_acct *acct, const struct in6_addr *key,
 static bool smr_buf_unaccepted_take(long held, long bytes)
 {
 	long total = atomic_long_add_return(bytes, &smr_buf_unaccepted);
+	long half = READ_ONCE(smr_buf_mem_max) / 2;
 
-	if (held + bytes <= SMR_BUF_UNACCEPTED_FLOOR ||
-	    total <= READ_ONCE(smr_buf_mem_max) / 2)
+	/* floors too are bounded: listeners are anyone's to open */
+	if (total <= half || (held + bytes <= SMR_BUF_UNACCEPTED_FLOOR &&
+			      total <= half + half / 4))
 		return true;
 	atomic_long_sub(bytes, &smr_buf_unaccepted);
 	return false;
@@ -348,7 +352,7 @@ void smr_buf_acct_uncharge(struct smr_buf_acct *acct,
 /* ---- memory cgroups ---- */
 
 /* what a new buffer leaves free below its memory cgroups' limits */
-#define SMR_BUF_MEMCG_HEADROOM	(1UL << 20)
+#define SMR_BUF_MEMCG_HEADROOM	SZ_1M
 
 /* Room for @size more bytes in @memcg and above, with the headroom. */
 static bool smr_buf_memcg_room(struct mem_cgroup *memcg, u32 size)
@@ -586,15 +590,17 @@ static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote,
  * Register @buf under a fresh key: invalidate the old registration first if
  * it had one, so that a key a former peer knew stops working.
  */
-static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf)
+static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf,
+			    const unsigned long *deadline)
 {
 	struct ib_send_wr inv = {};
 	struct ib_reg_wr reg = {};
 	int n, err;
 
+	/* the device cannot map the buffer: a shortage, not the link's */
 	n = ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL, PAGE_SIZE);
 	if (n != buf->nents)
-		return n < 0 ? n : -EINVAL;
+		return -ENOBUFS;
 	/*
 	 * Zero-based: the peer addresses the ring by offset, and no kernel
 	 * address (rxe and siw map by virtual address) leaves the host.
@@ -614,7 +620,7 @@ static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf)
 	if (buf->remote)
 		reg.access |= IB_ACCESS_REMOTE_WRITE;
 
-	err = pool->post_reg(pool, buf->registered ? &inv : &reg.wr);
+	err = pool->post_reg(pool, buf->registered ? &inv : &reg.wr, deadline);
 	if (err) {
 		/* the MR's state is unknown now: never reuse it */
 		buf->registered = false;
@@ -681,13 +687,15 @@ static void smr_buf_pool_free_work(struct work_struct *work)
 /*
  * A registered buffer of @size bytes for a connection on the pool's link:
  * from the pool if one fits, else new, its memory charged to @memcg
- * (NULL: the current task's). Process context. ERR_PTR(-ENOBUFS) past
- * the module's limit (counted), -ENOMEM without memory, or the link's
- * error when the registration failed (counted: the link is down or its
- * send queue had no room in time).
+ * (NULL: the current task's); its registration waits for room on the
+ * link until *@deadline (NULL: not at all). Process context.
+ * ERR_PTR(-ENOBUFS) past a limit (counted) or what the device maps,
+ * -ENOMEM without memory, or the link's error when the registration
+ * failed (counted: the link is down or had no room in time).
  */
 struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
-			    struct mem_cgroup *memcg)
+			    struct mem_cgroup *memcg,
+			    const unsigned long *deadline)
 {
 	struct smr_buf *buf = NULL, *b;
 	int err;
@@ -735,7 +743,7 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 		if (!buf)
 			return ERR_PTR(-ENOMEM);
 	}
-	err = smr_buf_register(pool, buf);
+	err = smr_buf_register(pool, buf, deadline);
 	if (err) {
 		smr_stat_inc(&init_net, SMR_STAT_BUF_REGISTER_FAILED);
 		smr_buf_free(buf);

@@ -29,10 +29,13 @@ struct smr_buf_acct;
 
 /*
  * Post a memory registration chain (LOCAL_INV and/or REG_MR) on the pool's
- * link and wait for it: 0 or a negative errno. Process context.
+ * link and wait for it: 0 or a negative errno (-ETIMEDOUT: no room on the
+ * link by *@deadline, in jiffies; none at once if @deadline is NULL).
+ * Process context.
  */
 typedef int (*smr_buf_post_reg_t)(struct smr_buf_pool *pool,
-				  struct ib_send_wr *wr);
+				  struct ib_send_wr *wr,
+				  const unsigned long *deadline);
 
 struct smr_buf_pool {
 	spinlock_t		lock;		/* BH: @free, @nfree, @bytes, @dying */
@@ -70,7 +73,8 @@ void smr_buf_pool_init(struct smr_buf_pool *pool, smr_buf_post_reg_t post_reg);
 void smr_buf_pool_destroy(struct smr_buf_pool *pool);
 u32 smr_buf_size_on(struct smr_buf_pool *pool, u32 size);
 struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
-			    struct mem_cgroup *memcg);
+			    struct mem_cgroup *memcg,
+			    const unsigned long *deadline);
 void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf);
 void smr_buf_free(struct smr_buf *buf);
 u32 smr_buf_size_for(int sockbuf);

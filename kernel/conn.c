@@ -44,6 +44,7 @@
 
 #include "buf.h"
 #include "smr.h"
+#include "sysctl.h"
 
 /* the token table: 2^SMR_TOKEN_BITS buckets */
 #define SMR_TOKEN_BITS		10
@@ -154,6 +155,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 	struct smr_buf *rmb, *sndbuf;
 	struct smr_buf_acct *unacc;
 	u32 rmb_size, snd_size;
+	unsigned long deadline;
 	long bytes;
 	kuid_t uid;
 	int err;
@@ -177,12 +179,14 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 		return -ENOBUFS;
 	}
 
-	rmb = smr_buf_get(pool, rmb_size, true, conn->memcg);
+	/* one handshake step: both registrations share its time */
+	deadline = jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
+	rmb = smr_buf_get(pool, rmb_size, true, conn->memcg, &deadline);
 	if (IS_ERR(rmb)) {
 		err = PTR_ERR(rmb);
 		goto uncharge;
 	}
-	sndbuf = smr_buf_get(pool, snd_size, false, conn->memcg);
+	sndbuf = smr_buf_get(pool, snd_size, false, conn->memcg, &deadline);
 	if (IS_ERR(sndbuf)) {
 		err = PTR_ERR(sndbuf);
 		smr_buf_put(pool, rmb);

@@ -624,13 +624,13 @@ static bool smr_link_reg_may_try(struct smr_link *link, unsigned int nr_wr)
  * registration chain (LOCAL_INV and/or REG_MR; the last one signalled
  * here) on the pool's link and wait for it. Process context.
  */
-static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
+static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr,
+			     const unsigned long *deadline)
 {
 	struct smr_link *link = container_of(pool, struct smr_link, pool);
 	struct smr_reg_ctx ctx = { .cqe.done = smr_link_reg_done };
 	const struct ib_send_wr *bad;
 	struct ib_send_wr *last = wr;
-	unsigned long deadline;
 	long left;
 	int err;
 
@@ -651,10 +651,10 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 	 * but registrations share those, and each holds its WRs until every
 	 * WR posted before it completes (an RC send queue completes in
 	 * order): when many connections start on a link busy with data,
-	 * they queue here for room, as long as their handshake may take
-	 * (the peer gives up after that anyway). Too long: -ETIMEDOUT.
+	 * they queue here for room until the caller's @deadline (a
+	 * handshake step's time: the peer gives up after that anyway), or
+	 * a fatal signal. No room by then: -ETIMEDOUT.
 	 */
-	deadline = jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
 	for (;;) {
 		spin_lock_bh(&link->lock);
 		if (link->state != SMR_LINK_ACTIVE) {
@@ -668,16 +668,21 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr)
 				link->sq_free += ctx.nr_wr;
 		}
 		spin_unlock_bh(&link->lock);
-		left = (long)(deadline - jiffies);
+		left = deadline ? (long)(*deadline - jiffies) : 0;
 		if (err != -ETIMEDOUT || left <= 0)
 			break;
-		wait_event_timeout(link->reg_wait,
-				   smr_link_reg_may_try(link, ctx.nr_wr), left);
+		if (wait_event_killable_timeout(link->reg_wait,
+						smr_link_reg_may_try(link,
+								     ctx.nr_wr),
+						left) < 0)
+			break;
 	}
 	if (err) {
-		if (err != -ENOTCONN && err != -ETIMEDOUT)
-			smr_link_down(link);
-		return err;
+		if (err == -ENOTCONN || err == -ETIMEDOUT)
+			return err;
+		/* only a broken QP refuses a post (an error of the link's) */
+		smr_link_down(link);
+		return -EIO;
 	}
 	/* completes, or is flushed when the link goes down */
 	wait_for_completion(&ctx.done);

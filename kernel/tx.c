@@ -427,7 +427,9 @@ static void smr_tx_grow(struct smr_sock *smr)
 	if (want <= old->size ||
 	    smr_buf_charge_user(conn->charged_uid, want - old->size))
 		return;
-	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg);
+	/* optional: a writer never waits for the link's room for it */
+	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg,
+			     NULL);
 	if (IS_ERR(bigger)) {
 		smr_buf_uncharge_user(conn->charged_uid, want - old->size);
 		return;
