@@ -429,6 +429,53 @@ static void make_pair(META, const SELF *self, int *cli, int *srv)
 #define PAIR(cli, srv)		make_pair(_metadata, self, cli, srv)
 #define NEW_SOCK(type)		new_sock(_metadata, self, self->af, type)
 
+/*
+ * A listener @l with a 4 KiB receive buffer, a client with a 4 KiB send
+ * buffer connected to it, and the accepted end: a pair whose writer soon
+ * blocks on a reader that does not read.
+ */
+static void small_buf_pair(META, const SELF *self, int l,
+			   const struct sockaddr_storage *la, int *cli, int *srv)
+{
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
+	*cli = new_sock(_metadata, self, self->af, SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(*cli, SOL_SOCKET, SO_SNDBUF, 4096));
+	ASSERT_EQ(0, xconnect(*cli, la, af_len(self->af)));
+	*srv = xaccept(l, 0);
+	ASSERT_LE(0, *srv);
+}
+
+#define SMALL_BUF_PAIR(l, la, cli, srv)	small_buf_pair(_metadata, self, l, la, cli, srv)
+
+/* An int socket option that must be readable: its value. */
+static int getint_ok(META, int fd, int level, int name)
+{
+	int v;
+
+	ASSERT_EQ(0, xgetint(fd, level, name, &v));
+	return v;
+}
+
+/* Set an int socket option (it must take it), then read it back. */
+static int setint_get(META, int fd, int level, int name, int val)
+{
+	ASSERT_EQ(0, xsetint(fd, level, name, val));
+	return getint_ok(_metadata, fd, level, name);
+}
+
+/* An int ioctl that must succeed: its value. */
+static int ioctl_int_ok(META, int fd, unsigned long req)
+{
+	int v;
+
+	ASSERT_EQ(0, xioctl_int(fd, req, &v));
+	return v;
+}
+
+#define GETINT(fd, level, name)		getint_ok(_metadata, fd, level, name)
+#define SETINT_GET(fd, level, name, val) setint_get(_metadata, fd, level, name, val)
+#define IOCTL_INT(fd, req)		ioctl_int_ok(_metadata, fd, req)
+
 static int send_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -1571,6 +1618,17 @@ TEST_F(smr_api, poll_reset)
 	ASSERT_MASK(EPOLLHUP | M_RDHUP | M_OUT, mask_now(_metadata, cli));
 }
 
+/* A new epoll instance watching @fd for @events. */
+static int ep_watch(META, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events };
+	int ep = epoll_create1(0);
+
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+	return ep;
+}
+
 static int ep_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	int n;
@@ -1581,50 +1639,56 @@ static int ep_wait(int ep, struct epoll_event *ev, int max, int timeout)
 	return n;
 }
 
+/* How many events (up to 4) epoll_wait() reports within @timeout ms. */
+static int ep_count(int ep, int timeout)
+{
+	struct epoll_event out[4];
+
+	return ep_wait(ep, out, 4, timeout);
+}
+
+/* The mask of the one event that must come within @timeout ms. */
+static uint32_t ep_one(META, int ep, int timeout)
+{
+	struct epoll_event out[4];
+
+	ASSERT_EQ(1, ep_wait(ep, out, 4, timeout));
+	return out[0].events;
+}
+
 TEST_F(smr_api, epoll_edge)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
-	struct epoll_event out[4];
 	int cli, srv, ep, wep;
 	char c;
 
 	PAIR(&cli, &srv);
-	ep = epoll_create1(0);
-	ASSERT_LE(0, ep);
-	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	ep = ep_watch(_metadata, srv, EPOLLIN | EPOLLRDHUP | EPOLLET);
+	EXPECT_EQ(0, ep_count(ep, 0));
 
 	/* One arrival, one event; nothing more until new data comes. */
 	ASSERT_EQ(1, xsend(cli, "a", 1, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-	EXPECT_EQ(EPOLLIN, out[0].events);
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+	EXPECT_EQ(EPOLLIN, ep_one(_metadata, ep, SOON_MS));
+	EXPECT_EQ(0, ep_count(ep, 0));
+	EXPECT_EQ(0, ep_count(ep, 50));
 
 	ASSERT_EQ(1, xsend(cli, "b", 1, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-	EXPECT_EQ(EPOLLIN, out[0].events);
+	EXPECT_EQ(EPOLLIN, ep_one(_metadata, ep, SOON_MS));
 	/* Reading part of the data is no new edge. */
 	ASSERT_EQ(1, xrecv(srv, &c, 1, 0));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+	EXPECT_EQ(0, ep_count(ep, 50));
 
 	/* The FIN is an edge of its own. */
 	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-	EXPECT_EQ(EPOLLIN | EPOLLRDHUP, out[0].events);
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 50));
+	EXPECT_EQ(EPOLLIN | EPOLLRDHUP, ep_one(_metadata, ep, SOON_MS));
+	EXPECT_EQ(0, ep_count(ep, 50));
 
 	/* Writable edge: reported once, and ACKs of our data are no edge. */
-	wep = epoll_create1(0);
-	ASSERT_LE(0, wep);
-	ev.events = EPOLLOUT | EPOLLET;
-	ASSERT_EQ(0, epoll_ctl(wep, EPOLL_CTL_ADD, srv, &ev));
-	ASSERT_EQ(1, ep_wait(wep, out, 4, SOON_MS));
-	EXPECT_EQ(EPOLLOUT, out[0].events);
-	EXPECT_EQ(0, ep_wait(wep, out, 4, 0));
+	wep = ep_watch(_metadata, srv, EPOLLOUT | EPOLLET);
+	EXPECT_EQ(EPOLLOUT, ep_one(_metadata, wep, SOON_MS));
+	EXPECT_EQ(0, ep_count(wep, 0));
 	ASSERT_EQ(1, xsend(srv, "z", 1, 0));
 	ASSERT_EQ(1, recv_upto(cli, &c, 1, SOON_MS));
-	EXPECT_EQ(0, ep_wait(wep, out, 4, 50));
+	EXPECT_EQ(0, ep_count(wep, 50));
 }
 
 /*
@@ -1634,23 +1698,17 @@ TEST_F(smr_api, epoll_edge)
  */
 TEST_F(smr_api, epoll_edge_fin_once)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
-	struct epoll_event out[4];
 	int round, cli, srv, ep;
 
 	for (round = 0; round < 12; round++) {
 		PAIR(&cli, &srv);
-		ep = epoll_create1(0);
-		ASSERT_LE(0, ep);
-		ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
+		ep = ep_watch(_metadata, srv, EPOLLIN | EPOLLRDHUP | EPOLLET);
 		ASSERT_EQ(1, xsend(cli, "a", 1, 0));
-		ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-		ASSERT_EQ(EPOLLIN, out[0].events);
+		ASSERT_EQ(EPOLLIN, ep_one(_metadata, ep, SOON_MS));
 		ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
-		ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-		ASSERT_EQ(EPOLLIN | EPOLLRDHUP, out[0].events)
+		ASSERT_EQ(EPOLLIN | EPOLLRDHUP, ep_one(_metadata, ep, SOON_MS))
 			TH_LOG("round %d: edge before the FIN's news", round);
-		ASSERT_EQ(0, ep_wait(ep, out, 4, 50));
+		ASSERT_EQ(0, ep_count(ep, 50));
 		close(ep);
 		close(cli);
 		close(srv);
@@ -1659,34 +1717,29 @@ TEST_F(smr_api, epoll_edge_fin_once)
 
 TEST_F(smr_api, epoll_level)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct epoll_event out[4];
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
 	int cli, srv, ep;
 	char buf[8];
 
 	PAIR(&cli, &srv);
-	ep = epoll_create1(0);
-	ASSERT_LE(0, ep);
-	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, srv, &ev));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	ep = ep_watch(_metadata, srv, EPOLLIN);
+	EXPECT_EQ(0, ep_count(ep, 0));
 	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-	EXPECT_EQ(EPOLLIN, out[0].events);
+	EXPECT_EQ(EPOLLIN, ep_one(_metadata, ep, SOON_MS));
 	/* Level-triggered: reported again while data waits. */
-	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, ep_count(ep, 0));
+	ASSERT_EQ(1, ep_count(ep, 0));
 	ASSERT_EQ(1, xrecv(srv, buf, 1, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, ep_count(ep, 0));
 	ASSERT_EQ(1, xrecv(srv, buf, 1, 0));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	EXPECT_EQ(0, ep_count(ep, 0));
 	/* EPOLLONESHOT: once, then disarmed until re-armed. */
-	ev.events = EPOLLIN | EPOLLONESHOT;
 	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_MOD, srv, &ev));
 	ASSERT_EQ(1, xsend(cli, "c", 1, 0));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, SOON_MS));
-	EXPECT_EQ(0, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, ep_count(ep, SOON_MS));
+	EXPECT_EQ(0, ep_count(ep, 0));
 	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_MOD, srv, &ev));
-	ASSERT_EQ(1, ep_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, ep_count(ep, 0));
 }
 
 /* ================= send / recv ================= */
@@ -1742,12 +1795,7 @@ TEST_F(smr_api, send_fill_and_drain)
 	long long total;
 
 	l = LISTENER(4, &la);
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
-	cli = NEW_SOCK(SOCK_STREAM);
-	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
-	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
 
 	total = fill_until_blocked(cli, 7);
 	ASSERT_LT(0, total);
@@ -1919,16 +1967,13 @@ TEST_F(smr_api, send_more)
 
 TEST_F(smr_api, tcp_cork)
 {
-	int cli, srv, v;
+	int cli, srv;
 	long long t0;
 	bool in_time;
 
 	PAIR(&cli, &srv);
-	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_CORK, 1));
-	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
-	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, GETINT(cli, IPPROTO_TCP, TCP_CORK));
+	EXPECT_EQ(1, SETINT_GET(cli, IPPROTO_TCP, TCP_CORK, 1));
 	t0 = smr_now_ms();
 	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
 	check_held(_metadata, srv, t0);
@@ -1936,8 +1981,7 @@ TEST_F(smr_api, tcp_cork)
 	check_held(_metadata, srv, t0);
 	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_CORK, 0));
 	in_time = smr_now_ms() - t0 < 150;
-	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_CORK, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(cli, IPPROTO_TCP, TCP_CORK));
 	recv_corked(_metadata, srv, in_time);
 }
 
@@ -2213,7 +2257,7 @@ TEST_F(smr_api, shutdown_wakes_accept)
 
 TEST_F(smr_api, urgent_data)
 {
-	int cli, srv, mark, v;
+	int cli, srv, mark;
 	char buf[8], c;
 
 	PAIR(&cli, &srv);
@@ -2245,9 +2289,7 @@ TEST_F(smr_api, urgent_data)
 	EXPECT_STREQ("z", buf);
 
 	/* SO_OOBINLINE: the byte stays in the stream. */
-	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_OOBINLINE, 1));
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_OOBINLINE, &v));
-	EXPECT_EQ(1, v);
+	EXPECT_EQ(1, SETINT_GET(srv, SOL_SOCKET, SO_OOBINLINE, 1));
 	ASSERT_EQ(1, xsend(cli, "V", 1, MSG_OOB));
 	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
 	EXPECT_EQ(-EINVAL, xrecv(srv, &c, 1, MSG_OOB));
@@ -2323,19 +2365,12 @@ TEST_F(smr_api, linger_graceful)
 
 TEST_F(smr_api, opt_nodelay)
 {
-	int fd = NEW_SOCK(SOCK_STREAM), v, cli, srv;
+	int fd = NEW_SOCK(SOCK_STREAM), cli, srv;
 
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 1));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 7));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_NODELAY, 0));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(fd, IPPROTO_TCP, TCP_NODELAY));
+	EXPECT_EQ(1, SETINT_GET(fd, IPPROTO_TCP, TCP_NODELAY, 1));
+	EXPECT_EQ(1, SETINT_GET(fd, IPPROTO_TCP, TCP_NODELAY, 7));
+	EXPECT_EQ(0, SETINT_GET(fd, IPPROTO_TCP, TCP_NODELAY, 0));
 	/* Too short an option is refused. */
 	EXPECT_EQ(-1, setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, "", 1));
 	EXPECT_EQ(EINVAL, errno);
@@ -2343,17 +2378,14 @@ TEST_F(smr_api, opt_nodelay)
 	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, IPPROTO_TCP, 999, 1));
 	/* Survives into the connection, both ways. */
 	PAIR(&cli, &srv);
-	ASSERT_EQ(0, xsetint(cli, IPPROTO_TCP, TCP_NODELAY, 1));
-	ASSERT_EQ(0, xgetint(cli, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xgetint(srv, IPPROTO_TCP, TCP_NODELAY, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(1, SETINT_GET(cli, IPPROTO_TCP, TCP_NODELAY, 1));
+	EXPECT_EQ(0, GETINT(srv, IPPROTO_TCP, TCP_NODELAY));
 }
 
 TEST_F(smr_api, opt_keepalive)
 {
 	long long idle, intvl, cnt;
-	int fd = NEW_SOCK(SOCK_STREAM), v;
+	int fd = NEW_SOCK(SOCK_STREAM);
 
 	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_keepalive_time",
 				     0, &idle));
@@ -2361,27 +2393,15 @@ TEST_F(smr_api, opt_keepalive)
 				     0, &intvl));
 	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_keepalive_probes",
 				     0, &cnt));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
-	EXPECT_EQ(idle, v);
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v));
-	EXPECT_EQ(intvl, v);
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPCNT, &v));
-	EXPECT_EQ(cnt, v);
+	EXPECT_EQ(0, GETINT(fd, SOL_SOCKET, SO_KEEPALIVE));
+	EXPECT_EQ(idle, GETINT(fd, IPPROTO_TCP, TCP_KEEPIDLE));
+	EXPECT_EQ(intvl, GETINT(fd, IPPROTO_TCP, TCP_KEEPINTVL));
+	EXPECT_EQ(cnt, GETINT(fd, IPPROTO_TCP, TCP_KEEPCNT));
 
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 1));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
-	EXPECT_EQ(30, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v));
-	EXPECT_EQ(5, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 3));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPCNT, &v));
-	EXPECT_EQ(3, v);
+	EXPECT_EQ(1, SETINT_GET(fd, SOL_SOCKET, SO_KEEPALIVE, 1));
+	EXPECT_EQ(30, SETINT_GET(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30));
+	EXPECT_EQ(5, SETINT_GET(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5));
+	EXPECT_EQ(3, SETINT_GET(fd, IPPROTO_TCP, TCP_KEEPCNT, 3));
 
 	/* Out of range values. */
 	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 0));
@@ -2390,11 +2410,8 @@ TEST_F(smr_api, opt_keepalive)
 	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 32768));
 	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 0));
 	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_TCP, TCP_KEEPCNT, 128));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v));
-	EXPECT_EQ(30, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 0));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_KEEPALIVE, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(30, GETINT(fd, IPPROTO_TCP, TCP_KEEPIDLE));
+	EXPECT_EQ(0, SETINT_GET(fd, SOL_SOCKET, SO_KEEPALIVE, 0));
 }
 
 /* Keepalive probes really go out on an idle connection (idle 1 s). */
@@ -2451,12 +2468,8 @@ TEST_F(smr_api, opt_bufsizes)
 	ASSERT_EQ(0, xgetint(ref, SOL_SOCKET, SO_SNDBUF, &r));
 	EXPECT_EQ(r, v);
 
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_RCVBUF, 65536));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_RCVBUF, &v));
-	EXPECT_EQ(131072, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_SNDBUF, 65536));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_SNDBUF, &v));
-	EXPECT_EQ(131072, v);
+	EXPECT_EQ(131072, SETINT_GET(fd, SOL_SOCKET, SO_RCVBUF, 65536));
+	EXPECT_EQ(131072, SETINT_GET(fd, SOL_SOCKET, SO_SNDBUF, 65536));
 
 	for (i = 0; i < ARRAY_SIZE(vals); i++) {
 		ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_RCVBUF, vals[i]));
@@ -2479,10 +2492,8 @@ TEST_F(smr_api, opt_bufsizes)
 	cli = CONNECT(&la);
 	srv = xaccept(l, 0);
 	ASSERT_LE(0, srv);
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_RCVBUF, &v));
-	EXPECT_EQ(40000, v);
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_SNDBUF, &v));
-	EXPECT_EQ(60000, v);
+	EXPECT_EQ(40000, GETINT(srv, SOL_SOCKET, SO_RCVBUF));
+	EXPECT_EQ(60000, GETINT(srv, SOL_SOCKET, SO_SNDBUF));
 	close(cli);
 }
 
@@ -2490,22 +2501,14 @@ TEST_F(smr_api, opt_reuse)
 {
 	int fd = NEW_SOCK(SOCK_STREAM), v;
 
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 0));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEADDR, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(fd, SOL_SOCKET, SO_REUSEADDR));
+	EXPECT_EQ(1, SETINT_GET(fd, SOL_SOCKET, SO_REUSEADDR, 1));
+	EXPECT_EQ(0, SETINT_GET(fd, SOL_SOCKET, SO_REUSEADDR, 0));
+	EXPECT_EQ(0, GETINT(fd, SOL_SOCKET, SO_REUSEPORT));
 	ASSERT_EQ(0, set_reuseport(self, fd, 1));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
-	EXPECT_EQ(1, v);
+	EXPECT_EQ(1, GETINT(fd, SOL_SOCKET, SO_REUSEPORT));
 	ASSERT_EQ(0, set_reuseport(self, fd, 0));
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_REUSEPORT, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(fd, SOL_SOCKET, SO_REUSEPORT));
 	/* SOL_SMR's stand-in works on every kernel; TCP has no SOL_SMR */
 	if (self->smr) {
 		ASSERT_EQ(0, xsetint(fd, SOL_SMR, SMR_REUSEPORT, 1));
@@ -2575,12 +2578,7 @@ TEST_F(smr_api, opt_sndtimeo)
 	char buf[1024];
 
 	l = LISTENER(4, &la);
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
-	cli = NEW_SOCK(SOCK_STREAM);
-	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
-	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
 	ASSERT_EQ(0, setsockopt(cli, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
 	ASSERT_EQ(0, getsockopt(cli, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
 	EXPECT_EQ(100000, got.tv_usec);
@@ -2634,28 +2632,19 @@ TEST_F(smr_api, opt_v6only)
 			  xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
 		EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
 		/* While IPv4-level options work. */
-		ASSERT_EQ(0, xsetint(fd, IPPROTO_IP, IP_TOS, 0x10));
-		ASSERT_EQ(0, xgetint(fd, IPPROTO_IP, IP_TOS, &v));
-		EXPECT_EQ(0x10, v);
+		EXPECT_EQ(0x10, SETINT_GET(fd, IPPROTO_IP, IP_TOS, 0x10));
 		return;
 	}
 	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv6/bindv6only", 0,
 				     &dflt));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
-	EXPECT_EQ(dflt, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(dflt, GETINT(fd, IPPROTO_IPV6, IPV6_V6ONLY));
+	EXPECT_EQ(1, SETINT_GET(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+	EXPECT_EQ(0, SETINT_GET(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0));
 	/* Fixed once bound. */
 	self_addr(self, AF_INET6, 0, &ss);
 	ASSERT_EQ(0, xbind(fd, &ss, af_len(AF_INET6)));
 	EXPECT_EQ(-EINVAL, xsetint(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
-	ASSERT_EQ(0, xsetint(fd, IPPROTO_IPV6, IPV6_TCLASS, 0x20));
-	ASSERT_EQ(0, xgetint(fd, IPPROTO_IPV6, IPV6_TCLASS, &v));
-	EXPECT_EQ(0x20, v);
+	EXPECT_EQ(0x20, SETINT_GET(fd, IPPROTO_IPV6, IPV6_TCLASS, 0x20));
 }
 
 TEST_F(smr_api, opt_tcp_info)
@@ -2757,26 +2746,17 @@ TEST_F(smr_api, opt_misc)
 	srv = xaccept(l, 0);
 	ASSERT_LE(0, srv);
 
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_TYPE, &v));
-	EXPECT_EQ(SOCK_STREAM, v);
-	ASSERT_EQ(0, xgetint(l, SOL_SOCKET, SO_TYPE, &v));
-	EXPECT_EQ(SOCK_STREAM, v);
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_TYPE, &v));
-	EXPECT_EQ(SOCK_STREAM, v);
+	EXPECT_EQ(SOCK_STREAM, GETINT(fd, SOL_SOCKET, SO_TYPE));
+	EXPECT_EQ(SOCK_STREAM, GETINT(l, SOL_SOCKET, SO_TYPE));
+	EXPECT_EQ(SOCK_STREAM, GETINT(srv, SOL_SOCKET, SO_TYPE));
 
-	ASSERT_EQ(0, xgetint(fd, SOL_SOCKET, SO_ACCEPTCONN, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xgetint(l, SOL_SOCKET, SO_ACCEPTCONN, &v));
-	EXPECT_EQ(1, v);
-	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ACCEPTCONN, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ACCEPTCONN, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(fd, SOL_SOCKET, SO_ACCEPTCONN));
+	EXPECT_EQ(1, GETINT(l, SOL_SOCKET, SO_ACCEPTCONN));
+	EXPECT_EQ(0, GETINT(cli, SOL_SOCKET, SO_ACCEPTCONN));
+	EXPECT_EQ(0, GETINT(srv, SOL_SOCKET, SO_ACCEPTCONN));
 
-	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &v));
-	EXPECT_EQ(0, v);
-	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ERROR, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, GETINT(cli, SOL_SOCKET, SO_ERROR));
+	EXPECT_EQ(0, GETINT(srv, SOL_SOCKET, SO_ERROR));
 	/* Read-only options. */
 	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, SO_TYPE, 1));
 	EXPECT_EQ(-ENOPROTOOPT, xsetint(fd, SOL_SOCKET, SO_ERROR, 0));
@@ -2796,25 +2776,20 @@ TEST_F(smr_api, ioctl_inq)
 	char buf[30];
 
 	fd = NEW_SOCK(SOCK_STREAM);
-	ASSERT_EQ(0, xioctl_int(fd, SIOCINQ, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, IOCTL_INT(fd, SIOCINQ));
 	l = LISTENER(4, &la);
 	EXPECT_EQ(-EINVAL, xioctl_int(l, SIOCINQ, &v));
 	close(l);
 
 	PAIR(&cli, &srv);
-	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, IOCTL_INT(srv, FIONREAD));
 	smr_pattern_fill(data, sizeof(data), 2, 0);
 	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
 	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
-	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
-	EXPECT_EQ(100, v);
-	ASSERT_EQ(0, xioctl_int(srv, SIOCINQ, &v));
-	EXPECT_EQ(100, v);
+	EXPECT_EQ(100, IOCTL_INT(srv, FIONREAD));
+	EXPECT_EQ(100, IOCTL_INT(srv, SIOCINQ));
 	ASSERT_EQ(30, xrecv(srv, buf, 30, 0));
-	ASSERT_EQ(0, xioctl_int(srv, FIONREAD, &v));
-	EXPECT_EQ(70, v);
+	EXPECT_EQ(70, IOCTL_INT(srv, FIONREAD));
 	/* Not a tty, and unknown requests fail as for any socket. */
 	EXPECT_EQ(-ENOTTY, xioctl_int(srv, TCGETS, &v));
 	EXPECT_EQ(0, isatty(srv));
@@ -2831,12 +2806,7 @@ TEST_F(smr_api, ioctl_outq)
 	EXPECT_EQ(0, outq);
 	l = LISTENER(4, &la);
 	EXPECT_EQ(-EINVAL, xioctl_int(l, SIOCOUTQ, &outq));
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 4096));
-	cli = NEW_SOCK(SOCK_STREAM);
-	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 4096));
-	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
 	ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQ, &outq));
 	EXPECT_EQ(0, outq);
 

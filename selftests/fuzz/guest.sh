@@ -239,35 +239,43 @@ result() {	# result ID ok|fail SUMMARY [DIAG FILE CONTENT...]
 	[ $# = 0 ] || printf '%s\n' "$@" >"$out/diag-$id.txt"
 }
 
-verdict=ok
-sum=
-diag=()
+# Each check gathers a verdict, a summary and diagnostics, and records
+# them with check_done ID, which starts the next check afresh.
+check_start() {
+	verdict=ok
+	sum=
+	diag=()
+}
+fail() {	# fail DIAG...: the current check failed, saying why
+	verdict=fail
+	diag+=("$@")
+}
+check_done() {	# check_done ID
+	result "$1" "$verdict" "$sum" "${diag[@]}"
+	check_start
+}
+
+check_start
 for h in a b; do
 	if [ ! -s "$( [ $h = a ] && echo "$out" || echo "$peer_out")/figures" ]; then
-		verdict=fail
-		diag+=("host $h reported nothing")
+		fail "host $h reported nothing"
 		continue
 	fi
 	p=$(get $h problems)
-	[ -z "$p" ] || { verdict=fail; diag+=("host $h: $p"); }
-	[ "$(get $h syscalls)" -gt 0 ] 2>/dev/null || { verdict=fail; diag+=("host $h: trinity ran no syscall"); }
+	[ -z "$p" ] || fail "host $h: $p"
+	[ "$(get $h syscalls)" -gt 0 ] 2>/dev/null || fail "host $h: trinity ran no syscall"
 	sum+="$h: $(get $h syscalls) calls ($(get $h domain)) in $(get $h rounds) rounds, $(get $h seconds) s, first seed $(get $h first_seed); "
 done
-result trinity "$verdict" "$sum" "${diag[@]}"
+check_done trinity
 
-verdict=ok
-sum=
-diag=()
 for h in a b; do
 	n=$(get $h sockets_created)
 	r=$(get $h mode_rdma)
 	if ! [ "${n:-0}" -ge "$min_sockets" ] 2>/dev/null; then
-		verdict=fail
-		diag+=("host $h: only ${n:-0} SMR sockets created (want $min_sockets): trinity did not reach SMR")
+		fail "host $h: only ${n:-0} SMR sockets created (want $min_sockets): trinity did not reach SMR"
 	fi
 	if ! [ "${r:-0}" -gt 0 ] 2>/dev/null; then
-		verdict=fail
-		diag+=("host $h: no connection ran in mode rdma")
+		fail "host $h: no connection ran in mode rdma"
 	fi
 	sum+="$h: $n SMR sockets, $(get $h handshakes) handshakes, $r in mode rdma, $(get $h accepts) accepted; echo took $(get $h echo_accepted) ($(get $h echo_self) from itself, $(get $h echo_remote) from the peer, $(get $h echo_rdma) rdma, $(get $h echo_bytes) bytes); "
 done
@@ -276,23 +284,18 @@ sa=$(get a echo_self) sb=$(get b echo_self)
 remote=$((${ra:-0} + ${rb:-0}))
 self=$((${sa:-0} + ${sb:-0}))
 if [ "$remote" -le 0 ] || [ "$self" -le 0 ]; then
-	verdict=fail
-	diag+=("connections to the echoes: $self from their own host, $remote from the peer (want both)")
+	fail "connections to the echoes: $self from their own host, $remote from the peer (want both)"
 fi
-result sockets "$verdict" "$sum" "${diag[@]}"
+check_done sockets
 
-verdict=ok
-sum=
-diag=()
 for h in a b; do
 	l=$(get $h sockets_active)
 	if [ "$l" != 0 ]; then
-		verdict=fail
 		d=$out
 		[ $h = a ] || d=$peer_out
-		diag+=("host $h: sockets_active ${l:-?} after ${drain}s" "$(cat "$d/leftover.txt" 2>/dev/null)")
+		fail "host $h: sockets_active ${l:-?} after ${drain}s" "$(cat "$d/leftover.txt" 2>/dev/null)"
 	fi
 	sum+="$h: 0 after $(get $h drain_seconds) s; "
 done
-result drained "$verdict" "$sum" "${diag[@]}"
+check_done drained
 exit 0

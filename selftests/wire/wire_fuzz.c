@@ -208,32 +208,43 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 	       a->inline_len == b->inline_len && a->credits == b->credits;
 }
 
+/*
+ * What the parser of a fixed-size format owes @data before reading its own
+ * fields: too short, a wrong magic, a wrong version (that error), else 0.
+ */
+static int header_err(const uint8_t *data, size_t size, size_t len,
+		      uint32_t magic, uint8_t version)
+{
+	if (size < len)
+		return -SMR_WIRE_ELENGTH;
+	if (get_be32(data) != magic)
+		return -SMR_WIRE_EMAGIC;
+	if (data[4] != version)
+		return -SMR_WIRE_EVERSION;
+	return 0;
+}
+
 static void fuzz_cdc(const uint8_t *data, size_t size)
 {
 	struct smr_cdc c, again;
 	uint8_t buf[SMR_CDC_MAX_LEN];
 	uint16_t inline_len = 0;
-	int err;
+	int err, want;
 
 	if (size >= SMR_CDC_LEN)
 		inline_len = data[40] << 8 | data[41];
 	memset(&c, 0x5a, sizeof(c));
 	err = smr_cdc_parse(data, size, &c);
-	if (size < SMR_CDC_LEN) {
-		expect(err == -SMR_WIRE_ELENGTH);
-	} else if (get_be32(data) != SMR_CDC_MAGIC) {
-		expect(err == -SMR_WIRE_EMAGIC);
-	} else if (data[4] != SMR_CDC_VERSION) {
-		expect(err == -SMR_WIRE_EVERSION);
-	} else if (get_be64(data + 8) == 0) {
-		expect(err == -SMR_WIRE_ETOKEN);
-	} else if (inline_len > SMR_CDC_INLINE_MAX) {
-		expect(err == -SMR_WIRE_EFIELD);
-	} else if (size < SMR_CDC_LEN + inline_len) {
-		expect(err == -SMR_WIRE_ELENGTH);
-	} else {
-		expect(err == 0);
+	want = header_err(data, size, SMR_CDC_LEN, SMR_CDC_MAGIC, SMR_CDC_VERSION);
+	if (!want) {
+		if (get_be64(data + 8) == 0)
+			want = -SMR_WIRE_ETOKEN;
+		else if (inline_len > SMR_CDC_INLINE_MAX)
+			want = -SMR_WIRE_EFIELD;
+		else if (size < SMR_CDC_LEN + inline_len)
+			want = -SMR_WIRE_ELENGTH;
 	}
+	expect(err == want);
 	if (err) {
 		expect(((const uint8_t *)&c)[0] == 0x5a);	/* untouched */
 		return;
@@ -275,21 +286,15 @@ static void fuzz_lmsg(const uint8_t *data, size_t size)
 {
 	struct smr_lmsg m, again, untouched;
 	uint8_t buf[SMR_LMSG_LEN + 1];
-	int err;
+	int err, want;
 
 	memset(&m, 0x5a, sizeof(m));
 	memset(&untouched, 0x5a, sizeof(untouched));
 	err = smr_lmsg_parse(data, size, &m);
-	if (size < SMR_LMSG_LEN)
-		expect(err == -SMR_WIRE_ELENGTH);
-	else if (get_be32(data) != SMR_LMSG_MAGIC)
-		expect(err == -SMR_WIRE_EMAGIC);
-	else if (data[4] != SMR_LMSG_VERSION)
-		expect(err == -SMR_WIRE_EVERSION);
-	else if (data[5] != SMR_LMSG_CREDITS)
-		expect(err == -SMR_WIRE_ETYPE);
-	else
-		expect(err == 0);
+	want = header_err(data, size, SMR_LMSG_LEN, SMR_LMSG_MAGIC, SMR_LMSG_VERSION);
+	if (!want && data[5] != SMR_LMSG_CREDITS)
+		want = -SMR_WIRE_ETYPE;
+	expect(err == want);
 	if (err) {
 		expect(memcmp(&m, &untouched, sizeof(m)) == 0);
 		return;
@@ -373,23 +378,16 @@ static void fuzz_cm_priv(const uint8_t *data, size_t size)
 {
 	struct smr_cm_priv p, again, untouched;
 	uint8_t buf[SMR_CM_PRIV_LEN + 1];
-	int err;
+	int err, want;
 
 	memset(&p, 0x5a, sizeof(p));
 	memset(&untouched, 0x5a, sizeof(untouched));
 	err = smr_cm_priv_parse(data, size, &p);
-	if (size < SMR_CM_PRIV_LEN)
-		expect(err == -SMR_WIRE_ELENGTH);
-	else if (get_be32(data) != SMR_CM_MAGIC)
-		expect(err == -SMR_WIRE_EMAGIC);
-	else if (data[4] != SMR_CM_VERSION)
-		expect(err == -SMR_WIRE_EVERSION);
-	else if (!cm_priv_valid(get_be32(data + 8), get_be16(data + 6),
-				data + 16) ||
-		 get_be32(data + 12))
-		expect(err == -SMR_WIRE_EFIELD);
-	else
-		expect(err == 0);
+	want = header_err(data, size, SMR_CM_PRIV_LEN, SMR_CM_MAGIC, SMR_CM_VERSION);
+	if (!want && (!cm_priv_valid(get_be32(data + 8), get_be16(data + 6),
+				     data + 16) || get_be32(data + 12)))
+		want = -SMR_WIRE_EFIELD;
+	expect(err == want);
 	if (err) {
 		expect(memcmp(&p, &untouched, sizeof(p)) == 0);
 		return;

@@ -273,6 +273,17 @@ static int build_parse(const struct smr_hs_msg *m, struct smr_hs_msg *out)
 	return smr_hs_parse(buf, len, out);
 }
 
+/* a heap copy of exactly @len bytes (one at least), so ASan sees any over-read */
+static uint8_t *heap_copy(const uint8_t *bytes, size_t len)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		abort();
+	memcpy(copy, bytes, len);
+	return copy;
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint32_t rng32(void)
@@ -1415,6 +1426,188 @@ TEST(opt_nonce_ok_zero)
 	EXPECT_TRUE(smr_opt_nonce_ok(0xffffffffu));
 }
 
+/* ---- checks every fixed-size format gets: CDC, cm private data, link message ---- */
+
+/* room for a parsed message of any of them */
+union any_msg {
+	struct smr_cdc cdc;
+	struct smr_cm_priv cm;
+	struct smr_lmsg lmsg;
+};
+
+#define FMT_MAX_LEN	SMR_CDC_LEN	/* the longest of them on the wire */
+_Static_assert(SMR_CM_PRIV_LEN <= FMT_MAX_LEN && SMR_LMSG_LEN <= FMT_MAX_LEN,
+	       "FMT_MAX_LEN holds every fixed-size format");
+
+/*
+ * One fixed-size format: a 4-byte magic, the version at byte 4, then its
+ * own fields. Its functions take the format's own struct as void *.
+ */
+struct wire_fmt {
+	size_t len;			/* bytes on the wire */
+	size_t size;			/* of the parsed struct */
+	const uint8_t *golden;		/* the reference message's bytes */
+	void (*make)(void *m);		/* the reference message */
+	void (*build)(const void *m, uint8_t *buf);
+	int (*parse)(const uint8_t *buf, size_t len, void *out);
+	/* what a bit flipped at @off (past magic and version) must parse as */
+	int (*flip_err)(struct __test_metadata *_metadata, size_t off,
+			const uint8_t *buf);
+};
+
+/*
+ * Parse a heap copy of exactly @len bytes, so ASan sees any over-read: the
+ * error, or -1000 if a refused message was written; @out (if any) gets
+ * the message only if it parsed.
+ */
+static int fmt_parse_exact(const struct wire_fmt *f, const uint8_t *bytes,
+			   size_t len, void *out)
+{
+	uint8_t *copy = heap_copy(bytes, len);
+	union any_msg m;
+	int ret;
+
+	memset(&m, 0x5a, sizeof(m));
+	ret = f->parse(copy, len, &m);
+	free(copy);
+	if (ret && ((uint8_t *)&m)[0] != 0x5a)
+		return -1000;	/* written on failure */
+	if (!ret && out)
+		memcpy(out, &m, f->size);
+	return ret;
+}
+
+/*
+ * The struct wire_fmt PFX_fmt of make_PFX, smr_PFX_build, smr_PFX_parse and
+ * PFX_flip_err; PFX_parse_exact(), fmt_parse_exact() of it, and PFX_err(),
+ * the error of parsing one message's bytes.
+ */
+#define WIRE_FMT(pfx, type, golden_bytes)				\
+static void pfx##_build_any(const void *m, uint8_t *buf)		\
+{									\
+	smr_##pfx##_build(m, buf);					\
+}									\
+									\
+static int pfx##_parse_any(const uint8_t *buf, size_t len, void *out)	\
+{									\
+	return smr_##pfx##_parse(buf, len, out);			\
+}									\
+									\
+static const struct wire_fmt pfx##_fmt = {				\
+	.len = sizeof(golden_bytes), .size = sizeof(type),		\
+	.golden = golden_bytes, .make = make_##pfx,			\
+	.build = pfx##_build_any, .parse = pfx##_parse_any,		\
+	.flip_err = pfx##_flip_err,					\
+};									\
+									\
+static int pfx##_parse_exact(const uint8_t *bytes, size_t len, void *out) \
+{									\
+	return fmt_parse_exact(&pfx##_fmt, bytes, len, out);		\
+}									\
+									\
+static int pfx##_err(const uint8_t *bytes)				\
+{									\
+	return fmt_parse_exact(&pfx##_fmt, bytes, pfx##_fmt.len, NULL);	\
+}
+
+/* a test that is one of these checks, on one format */
+#define FMT_TEST(name, check, fmt)					\
+	TEST(name) { check(_metadata, &(fmt)); }
+
+/* the reference message builds to the golden bytes and nothing past them */
+static void fmt_build_matches_golden(struct __test_metadata *_metadata,
+				     const struct wire_fmt *f)
+{
+	uint8_t buf[FMT_MAX_LEN + 8];
+	union any_msg m;
+
+	memset(buf, 0xaa, f->len + 8);
+	f->make(&m);
+	f->build(&m, buf);
+	ASSERT_EQ(0, memcmp(buf, f->golden, f->len));
+	/* nothing written past the message */
+	for (size_t j = f->len; j < f->len + 8; j++) {
+		ASSERT_EQ(0xaa, buf[j]);
+	}
+}
+
+/* the golden bytes parse to the reference message (@want), into @got */
+static void fmt_parse_golden(struct __test_metadata *_metadata,
+			     const struct wire_fmt *f, union any_msg *want,
+			     union any_msg *got)
+{
+	f->make(want);
+	memset(got, 0x5a, sizeof(*got));
+	ASSERT_EQ(0, fmt_parse_exact(f, f->golden, f->len, got));
+	/* parse zeroes padding: whole structs compare too */
+	ASSERT_EQ(0, memcmp(want, got, f->size));
+}
+
+/* every length short of a message is refused first, @out untouched */
+static void fmt_truncated_every_length(struct __test_metadata *_metadata,
+				       const struct wire_fmt *f)
+{
+	for (size_t cut = 0; cut < f->len; cut++) {
+		uint8_t bad[FMT_MAX_LEN];
+		union any_msg out;
+
+		memset(&out, 0x5a, sizeof(out));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, fmt_parse_exact(f, f->golden, cut, &out))
+			TH_LOG("cut at %zu", cut);
+		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);	/* not written */
+		/* length is checked first: before magic, version and fields */
+		memset(bad, 0, sizeof(bad));
+		ASSERT_EQ(-SMR_WIRE_ELENGTH, fmt_parse_exact(f, bad, cut, &out));
+	}
+}
+
+static void fmt_magic_each_bit(struct __test_metadata *_metadata,
+			       const struct wire_fmt *f)
+{
+	for (int byte = 0; byte < 4; byte++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[FMT_MAX_LEN];
+
+			memcpy(buf, f->golden, f->len);
+			buf[byte] ^= 1u << bit;
+			ASSERT_EQ(-SMR_WIRE_EMAGIC, fmt_parse_exact(f, buf, f->len, NULL))
+				TH_LOG("byte %d bit %d", byte, bit);
+		}
+	}
+}
+
+/*
+ * Every single bit flip is refused as f->flip_err says, or is a free field
+ * (flip_err 0): it parses and is built back as is.
+ */
+static void fmt_every_single_bit_flip(struct __test_metadata *_metadata,
+				      const struct wire_fmt *f)
+{
+	for (size_t off = 0; off < f->len; off++) {
+		for (int bit = 0; bit < 8; bit++) {
+			uint8_t buf[FMT_MAX_LEN], again[FMT_MAX_LEN];
+			union any_msg out;
+			int err, want;
+
+			memcpy(buf, f->golden, f->len);
+			buf[off] ^= 1u << bit;
+			err = fmt_parse_exact(f, buf, f->len, &out);
+			if (off < 4)
+				want = -SMR_WIRE_EMAGIC;
+			else if (off == 4)
+				want = -SMR_WIRE_EVERSION;
+			else
+				want = f->flip_err(_metadata, off, buf);
+			ASSERT_EQ(want, err) TH_LOG("offset %zu bit %d", off, bit);
+			if (want)
+				continue;
+			f->build(&out, again);
+			ASSERT_EQ(0, memcmp(again, buf, f->len))
+				TH_LOG("offset %zu bit %d", off, bit);
+		}
+	}
+}
+
 /* ---- CDC messages ---- */
 
 static const uint8_t golden_cdc[SMR_CDC_LEN] = {
@@ -1426,8 +1619,10 @@ static const uint8_t golden_cdc[SMR_CDC_LEN] = {
 	0x00, 0x00, 0x01, 0x23,				/* inline_len, credits */
 };
 
-static void make_cdc(struct smr_cdc *c)
+static void make_cdc(void *m)
 {
+	struct smr_cdc *c = m;
+
 	memset(c, 0, sizeof(*c));
 	c->flags = SMR_CDC_F_WRITE_BLOCKED | SMR_CDC_F_DONE_WRITING;
 	c->seq = 0xbeef;
@@ -1440,6 +1635,18 @@ static void make_cdc(struct smr_cdc *c)
 	c->urg.count = 0x42;
 	c->credits = CDC_CREDITS;
 }
+
+static int cdc_flip_err(struct __test_metadata *_metadata, size_t off,
+			const uint8_t *buf)
+{
+	/* inline_len: 256 and up is too long, less is short */
+	if (off == 40)
+		return -SMR_WIRE_EFIELD;
+	/* every other byte is a free field */
+	return off == 41 ? -SMR_WIRE_ELENGTH : 0;
+}
+
+WIRE_FMT(cdc, struct smr_cdc, golden_cdc);
 
 static int cursor_eq(const struct smr_cdc_cursor *a,
 		     const struct smr_cdc_cursor *b)
@@ -1456,68 +1663,20 @@ static int cdc_eq(const struct smr_cdc *a, const struct smr_cdc *b)
 	       a->inline_len == b->inline_len && a->credits == b->credits;
 }
 
-/* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
-static int cdc_parse_exact(const uint8_t *bytes, size_t len, struct smr_cdc *out)
-{
-	uint8_t *copy = malloc(len ? len : 1);
-	int ret;
 
-	if (!copy)
-		abort();
-	memcpy(copy, bytes, len);
-	ret = smr_cdc_parse(copy, len, out);
-	free(copy);
-	return ret;
-}
-
-static int cdc_err(const uint8_t *bytes)
-{
-	struct smr_cdc out;
-
-	return cdc_parse_exact(bytes, SMR_CDC_LEN, &out);
-}
-
-TEST(cdc_build_matches_golden_bytes)
-{
-	struct smr_cdc c;
-	uint8_t buf[SMR_CDC_LEN + 8];
-
-	memset(buf, 0xaa, sizeof(buf));
-	make_cdc(&c);
-	smr_cdc_build(&c, buf);
-	ASSERT_EQ(0, memcmp(buf, golden_cdc, SMR_CDC_LEN));
-	/* nothing written past the message */
-	for (size_t j = SMR_CDC_LEN; j < sizeof(buf); j++) {
-		ASSERT_EQ(0xaa, buf[j]);
-	}
-}
+FMT_TEST(cdc_build_matches_golden_bytes, fmt_build_matches_golden, cdc_fmt)
 
 TEST(cdc_parse_golden_bytes)
 {
-	struct smr_cdc want, got;
+	union any_msg want, got;
 
-	make_cdc(&want);
-	memset(&got, 0x5a, sizeof(got));
-	ASSERT_EQ(0, cdc_parse_exact(golden_cdc, sizeof(golden_cdc), &got));
-	ASSERT_TRUE(cdc_eq(&want, &got));
-	/* parse zeroes padding: whole structs compare too */
-	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+	fmt_parse_golden(_metadata, &cdc_fmt, &want, &got);
+	ASSERT_TRUE(cdc_eq(&want.cdc, &got.cdc));
 }
 
 TEST(cdc_truncated_every_length)
 {
-	for (size_t cut = 0; cut < SMR_CDC_LEN; cut++) {
-		struct smr_cdc out;
-		uint8_t bad[SMR_CDC_LEN];
-
-		memset(&out, 0x5a, sizeof(out));
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, cdc_parse_exact(golden_cdc, cut, &out))
-			TH_LOG("cut at %zu", cut);
-		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);	/* not written */
-		/* length is checked first: before magic, version and token */
-		memset(bad, 0, sizeof(bad));
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, cdc_parse_exact(bad, cut, &out));
-	}
+	fmt_truncated_every_length(_metadata, &cdc_fmt);
 	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cdc_parse(NULL, 0, NULL));
 }
 
@@ -1535,18 +1694,7 @@ TEST(cdc_longer_buffer_ignores_tail)
 	}
 }
 
-TEST(cdc_magic_each_bit)
-{
-	for (int byte = 0; byte < 4; byte++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_CDC_LEN];
-
-			memcpy(buf, golden_cdc, SMR_CDC_LEN);
-			buf[byte] ^= 1u << bit;
-			ASSERT_EQ(-SMR_WIRE_EMAGIC, cdc_err(buf));
-		}
-	}
-}
+FMT_TEST(cdc_magic_each_bit, fmt_magic_each_bit, cdc_fmt)
 
 TEST(cdc_other_magics)
 {
@@ -1677,42 +1825,7 @@ TEST(cdc_cursor_values_not_checked)
 	ASSERT_EQ(0xffffffffu, out.urg.count);
 }
 
-TEST(cdc_every_single_bit_flip_classified)
-{
-	for (size_t off = 0; off < SMR_CDC_LEN; off++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_CDC_LEN], again[SMR_CDC_LEN];
-			struct smr_cdc out;
-			int err;
-
-			memcpy(buf, golden_cdc, SMR_CDC_LEN);
-			buf[off] ^= 1u << bit;
-			err = cdc_parse_exact(buf, SMR_CDC_LEN, &out);
-			if (off < 4) {
-				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
-				continue;
-			}
-			if (off == 4) {
-				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
-				continue;
-			}
-			/* inline_len: 256 and up is too long, less is short */
-			if (off == 40) {
-				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
-				continue;
-			}
-			if (off == 41) {
-				ASSERT_EQ(-SMR_WIRE_ELENGTH, err);
-				continue;
-			}
-			/* every other byte is a free field: built back as is */
-			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
-			smr_cdc_build(&out, again);
-			ASSERT_EQ(0, memcmp(again, buf, SMR_CDC_LEN))
-				TH_LOG("offset %zu bit %d", off, bit);
-		}
-	}
-}
+FMT_TEST(cdc_every_single_bit_flip_classified, fmt_every_single_bit_flip, cdc_fmt)
 
 TEST(cdc_inline_len_bounds)
 {
@@ -2072,8 +2185,10 @@ static const uint8_t cm_priv_v1[12] = {
 	0x0a, 0x0b, 0x0c, 0x0d,
 };
 
-static void make_cm_priv(struct smr_cm_priv *p)
+static void make_cm_priv(void *m)
 {
+	struct smr_cm_priv *p = m;
+
 	memset(p, 0, sizeof(*p));
 	p->link_id = PROPOSAL_LINK;	/* the id a PROPOSAL names */
 	p->credits = CM_CREDITS;
@@ -2089,74 +2204,37 @@ static int cm_priv_eq(const struct smr_cm_priv *a, const struct smr_cm_priv *b)
 	       !memcmp(a->secret, b->secret, SMR_LINK_SECRET_LEN);
 }
 
-/*
- * Parse from a heap copy of exactly @len bytes, so ASan sees any
- * over-read; @out must be untouched on failure.
- */
-static int cm_parse_exact(const uint8_t *bytes, size_t len, struct smr_cm_priv *out)
+static int cm_priv_flip_err(struct __test_metadata *_metadata, size_t off,
+		       const uint8_t *buf)
 {
-	uint8_t *copy = malloc(len ? len : 1);
-	struct smr_cm_priv p;
-	int ret;
-
-	if (!copy)
-		abort();
-	memcpy(copy, bytes, len);
-	memset(&p, 0x5a, sizeof(p));
-	ret = smr_cm_priv_parse(copy, len, &p);
-	free(copy);
-	if (ret && ((uint8_t *)&p)[0] != 0x5a)
-		return -1000;	/* written on failure */
-	if (!ret && out)
-		*out = p;
-	return ret;
-}
-
-static int cm_err(const uint8_t *bytes)
-{
-	return cm_parse_exact(bytes, SMR_CM_PRIV_LEN, NULL);
-}
-
-TEST(cm_priv_build_matches_golden_bytes)
-{
-	struct smr_cm_priv p;
-	uint8_t buf[SMR_CM_PRIV_LEN + 8];
-
-	memset(buf, 0xaa, sizeof(buf));
-	make_cm_priv(&p);
-	smr_cm_priv_build(&p, buf);
-	ASSERT_EQ(0, memcmp(buf, golden_cm_priv, SMR_CM_PRIV_LEN));
-	/* nothing written past the private data */
-	for (size_t j = SMR_CM_PRIV_LEN; j < sizeof(buf); j++) {
-		ASSERT_EQ(0xaa, buf[j]);
+	if (off >= 12 && off < 16)	/* reserved */
+		return -SMR_WIRE_EFIELD;
+	/* credits leave 1..MAX when a high bit is set */
+	if ((buf[6] << 8 | buf[7]) > SMR_CM_CREDITS_MAX) {
+		ASSERT_EQ(6, off);
+		return -SMR_WIRE_EFIELD;
 	}
+	/* flags, credits within bounds, link id: free */
+	return 0;
 }
+
+WIRE_FMT(cm_priv, struct smr_cm_priv, golden_cm_priv);
+
+FMT_TEST(cm_priv_build_matches_golden_bytes, fmt_build_matches_golden, cm_priv_fmt)
 
 TEST(cm_priv_parse_golden_bytes)
 {
-	struct smr_cm_priv want, got;
+	union any_msg want, got;
 
-	make_cm_priv(&want);
-	memset(&got, 0x5a, sizeof(got));
-	ASSERT_EQ(0, cm_parse_exact(golden_cm_priv, sizeof(golden_cm_priv), &got));
-	ASSERT_TRUE(cm_priv_eq(&want, &got));
-	ASSERT_EQ(PROPOSAL_LINK, got.link_id);
-	ASSERT_EQ(CM_CREDITS, got.credits);
-	/* parse zeroes padding: whole structs compare too */
-	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+	fmt_parse_golden(_metadata, &cm_priv_fmt, &want, &got);
+	ASSERT_TRUE(cm_priv_eq(&want.cm, &got.cm));
+	ASSERT_EQ(PROPOSAL_LINK, got.cm.link_id);
+	ASSERT_EQ(CM_CREDITS, got.cm.credits);
 }
 
 TEST(cm_priv_truncated_every_length)
 {
-	for (size_t cut = 0; cut < SMR_CM_PRIV_LEN; cut++) {
-		uint8_t bad[SMR_CM_PRIV_LEN];
-
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(golden_cm_priv, cut, NULL))
-			TH_LOG("cut at %zu", cut);
-		/* length is checked first: before magic, version and fields */
-		memset(bad, 0, sizeof(bad));
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(bad, cut, NULL));
-	}
+	fmt_truncated_every_length(_metadata, &cm_priv_fmt);
 	/* no private data at all, whatever the length says */
 	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cm_priv_parse(NULL, 0, NULL));
 	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_cm_priv_parse(NULL, SMR_CM_PRIV_LEN, NULL));
@@ -2175,26 +2253,14 @@ TEST(cm_priv_longer_buffer_ignores_tail)
 			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 			memset(buf + SMR_CM_PRIV_LEN, fill ? 0xff : 0,
 			       len - SMR_CM_PRIV_LEN);
-			ASSERT_EQ(0, cm_parse_exact(buf, len, &got))
+			ASSERT_EQ(0, cm_priv_parse_exact(buf, len, &got))
 				TH_LOG("length %zu fill %d", len, fill);
 			ASSERT_TRUE(cm_priv_eq(&want, &got));
 		}
 	}
 }
 
-TEST(cm_priv_magic_each_bit)
-{
-	for (int byte = 0; byte < 4; byte++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_CM_PRIV_LEN];
-
-			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
-			buf[byte] ^= 1u << bit;
-			ASSERT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf))
-				TH_LOG("byte %d bit %d", byte, bit);
-		}
-	}
-}
+FMT_TEST(cm_priv_magic_each_bit, fmt_magic_each_bit, cm_priv_fmt)
 
 TEST(cm_priv_other_magics)
 {
@@ -2206,12 +2272,12 @@ TEST(cm_priv_other_magics)
 	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
 		memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 		memcpy(buf, magics[i], 4);
-		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf)) TH_LOG("magic %zu", i);
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_priv_err(buf)) TH_LOG("magic %zu", i);
 		/* magic before version and fields */
 		buf[4] = 1;
 		memset(buf + 6, 0, 6);
 		buf[12] = 0xff;
-		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_err(buf)) TH_LOG("magic %zu", i);
+		EXPECT_EQ(-SMR_WIRE_EMAGIC, cm_priv_err(buf)) TH_LOG("magic %zu", i);
 	}
 }
 
@@ -2224,11 +2290,11 @@ TEST(cm_priv_version_not_3)
 			continue;
 		memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 		buf[4] = v;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_err(buf)) TH_LOG("version %u", v);
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_err(buf)) TH_LOG("version %u", v);
 		/* version before the fields */
 		memset(buf + 6, 0, 6);
 		buf[15] = 1;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_err(buf)) TH_LOG("version %u", v);
+		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_err(buf)) TH_LOG("version %u", v);
 	}
 }
 
@@ -2237,10 +2303,10 @@ TEST(cm_priv_version_1_peer)
 	/* the old 12 bytes: too short; padded by rdma_cm: the wrong version */
 	uint8_t padded[56] = { 0 };
 
-	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(cm_priv_v1, sizeof(cm_priv_v1), NULL));
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_priv_parse_exact(cm_priv_v1, sizeof(cm_priv_v1), NULL));
 	memcpy(padded, cm_priv_v1, sizeof(cm_priv_v1));
-	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
-	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, sizeof(padded), NULL));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_parse_exact(padded, sizeof(padded), NULL));
 }
 
 TEST(cm_priv_version_2_peer)
@@ -2251,11 +2317,11 @@ TEST(cm_priv_version_2_peer)
 	 */
 	uint8_t padded[56] = { 0 };
 
-	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_parse_exact(cm_priv_v2, sizeof(cm_priv_v2), NULL));
+	ASSERT_EQ(-SMR_WIRE_ELENGTH, cm_priv_parse_exact(cm_priv_v2, sizeof(cm_priv_v2), NULL));
 	memcpy(padded, cm_priv_v2, sizeof(cm_priv_v2));
-	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_parse_exact(padded, SMR_CM_PRIV_LEN, NULL));
 	memset(padded + 16, 0x5a, 16);
-	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_parse_exact(padded, sizeof(padded), NULL));
+	ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_parse_exact(padded, sizeof(padded), NULL));
 }
 
 TEST(cm_priv_secret)
@@ -2268,17 +2334,17 @@ TEST(cm_priv_secret)
 	memset(buf, 0xff, sizeof(buf));
 	smr_cm_priv_build(&p, buf);
 	ASSERT_EQ(0, memcmp(buf + 16, p.secret, SMR_LINK_SECRET_LEN));
-	ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+	ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 	ASSERT_EQ(0, memcmp(out.secret, p.secret, SMR_LINK_SECRET_LEN));
 	/* all zero is no secret: refused (a request would prove nothing) */
 	memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
 	memset(&out, 0x5a, sizeof(out));
-	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 	/* any one bit anywhere in it makes it a secret again */
 	for (int bit = 0; bit < 8 * SMR_LINK_SECRET_LEN; bit++) {
 		memset(buf + 16, 0, SMR_LINK_SECRET_LEN);
 		buf[16 + bit / 8] = 1u << bit % 8;
-		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out)) TH_LOG("bit %d", bit);
+		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out)) TH_LOG("bit %d", bit);
 		ASSERT_EQ(1u << bit % 8, out.secret[bit / 8]);
 	}
 }
@@ -2291,7 +2357,7 @@ TEST(cm_priv_flags_unknown_bits_kept)
 	memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 	for (unsigned int flags = 0; flags < 256; flags++) {
 		buf[5] = flags;
-		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_EQ(flags, out.flags);
 		ASSERT_EQ(CM_CREDITS, out.credits);
 		ASSERT_EQ(PROPOSAL_LINK, out.link_id);
@@ -2314,7 +2380,7 @@ TEST(cm_priv_credits_bounds)
 		smr_cm_priv_build(&p, buf);
 		ASSERT_EQ(credits >> 8, buf[6]);
 		ASSERT_EQ(credits & 0xff, buf[7]);
-		err = cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out);
+		err = cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out);
 		if (credits == 0 || credits > SMR_CM_CREDITS_MAX) {
 			ASSERT_EQ(-SMR_WIRE_EFIELD, err) TH_LOG("credits %u", credits);
 			continue;
@@ -2341,18 +2407,18 @@ TEST(cm_priv_link_id)
 		ASSERT_EQ((ids[i] >> 16) & 0xff, buf[9]);
 		ASSERT_EQ((ids[i] >> 8) & 0xff, buf[10]);
 		ASSERT_EQ(ids[i] & 0xff, buf[11]);
-		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_TRUE(cm_priv_eq(&p, &out));
 	}
 	/* zero is never a link id */
 	memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 	memset(buf + 8, 0, 4);
-	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_err(buf));
+	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_priv_err(buf));
 	/* any one bit makes it one again */
 	for (int bit = 0; bit < 32; bit++) {
 		memset(buf + 8, 0, 4);
 		buf[11 - bit / 8] = 1u << bit % 8;
-		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_EQ(1u << bit, out.link_id);
 	}
 }
@@ -2365,7 +2431,7 @@ TEST(cm_priv_reserved_every_bit)
 
 			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
 			buf[off] ^= 1u << bit;
-			ASSERT_EQ(-SMR_WIRE_EFIELD, cm_err(buf))
+			ASSERT_EQ(-SMR_WIRE_EFIELD, cm_priv_err(buf))
 				TH_LOG("offset %zu bit %d", off, bit);
 		}
 	}
@@ -2381,45 +2447,7 @@ TEST(cm_priv_reserved_every_bit)
 	}
 }
 
-TEST(cm_priv_every_single_bit_flip_classified)
-{
-	for (size_t off = 0; off < SMR_CM_PRIV_LEN; off++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_CM_PRIV_LEN], again[SMR_CM_PRIV_LEN];
-			struct smr_cm_priv out;
-			unsigned int credits;
-			int err;
-
-			memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
-			buf[off] ^= 1u << bit;
-			credits = buf[6] << 8 | buf[7];
-			err = cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out);
-			if (off < 4) {
-				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
-				continue;
-			}
-			if (off == 4) {
-				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
-				continue;
-			}
-			if (off >= 12 && off < 16) {
-				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
-				continue;
-			}
-			/* credits leave 1..MAX when a high bit is set */
-			if (credits > SMR_CM_CREDITS_MAX) {
-				ASSERT_EQ(6, off);
-				ASSERT_EQ(-SMR_WIRE_EFIELD, err);
-				continue;
-			}
-			/* flags, credits within bounds, link id: built back as is */
-			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
-			smr_cm_priv_build(&out, again);
-			ASSERT_EQ(0, memcmp(again, buf, SMR_CM_PRIV_LEN))
-				TH_LOG("offset %zu bit %d", off, bit);
-		}
-	}
-}
+FMT_TEST(cm_priv_every_single_bit_flip_classified, fmt_every_single_bit_flip, cm_priv_fmt)
 
 TEST(cm_priv_roundtrip_random)
 {
@@ -2436,7 +2464,7 @@ TEST(cm_priv_roundtrip_random)
 			p.secret[i] = rng32();
 		p.secret[rng32() % SMR_LINK_SECRET_LEN] |= 1u << rng32() % 8;
 		smr_cm_priv_build(&p, buf);
-		ASSERT_EQ(0, cm_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
+		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_TRUE(cm_priv_eq(&p, &out)) TH_LOG("iteration %d", n);
 		smr_cm_priv_build(&out, again);
 		ASSERT_EQ(0, memcmp(buf, again, SMR_CM_PRIV_LEN));
@@ -2452,82 +2480,38 @@ static const uint8_t golden_lmsg[SMR_LMSG_LEN] = {
 	0x53, 0x4d, 0x52, 0x4b, 0x01, 0x01, 0x45, 0x67,	/* SMRK v1 CREDITS 0x4567 */
 };
 
-static void make_lmsg(struct smr_lmsg *m)
+static void make_lmsg(void *msg)
 {
+	struct smr_lmsg *m = msg;
+
 	memset(m, 0, sizeof(*m));
 	m->type = SMR_LMSG_CREDITS;
 	m->credits = LMSG_CREDITS;
 }
 
-/* parse from a heap copy of exactly @len bytes, so ASan sees any over-read */
-static int lmsg_parse_exact(const uint8_t *bytes, size_t len, struct smr_lmsg *out)
+static int lmsg_flip_err(struct __test_metadata *_metadata, size_t off,
+			 const uint8_t *buf)
 {
-	uint8_t *copy = malloc(len ? len : 1);
-	int ret;
-
-	if (!copy)
-		abort();
-	memcpy(copy, bytes, len);
-	ret = smr_lmsg_parse(copy, len, out);
-	free(copy);
-	return ret;
+	/* the type; the credits are a free field */
+	return off == 5 ? -SMR_WIRE_ETYPE : 0;
 }
 
-/* parse exactly SMR_LMSG_LEN bytes; @out must be untouched on failure */
-static int lmsg_err(const uint8_t *bytes)
-{
-	struct smr_lmsg out;
-	int err;
+WIRE_FMT(lmsg, struct smr_lmsg, golden_lmsg);
 
-	memset(&out, 0x5a, sizeof(out));
-	err = lmsg_parse_exact(bytes, SMR_LMSG_LEN, &out);
-	if (err && ((uint8_t *)&out)[0] != 0x5a)
-		return -1000;	/* written on failure */
-	return err;
-}
-
-TEST(lmsg_build_matches_golden_bytes)
-{
-	struct smr_lmsg m;
-	uint8_t buf[SMR_LMSG_LEN + 8];
-
-	memset(buf, 0xaa, sizeof(buf));
-	make_lmsg(&m);
-	smr_lmsg_build(&m, buf);
-	ASSERT_EQ(0, memcmp(buf, golden_lmsg, SMR_LMSG_LEN));
-	/* nothing written past the message */
-	for (size_t j = SMR_LMSG_LEN; j < sizeof(buf); j++) {
-		ASSERT_EQ(0xaa, buf[j]);
-	}
-}
+FMT_TEST(lmsg_build_matches_golden_bytes, fmt_build_matches_golden, lmsg_fmt)
 
 TEST(lmsg_parse_golden_bytes)
 {
-	struct smr_lmsg want, got;
+	union any_msg want, got;
 
-	make_lmsg(&want);
-	memset(&got, 0x5a, sizeof(got));
-	ASSERT_EQ(0, lmsg_parse_exact(golden_lmsg, sizeof(golden_lmsg), &got));
-	ASSERT_EQ(SMR_LMSG_CREDITS, got.type);
-	ASSERT_EQ(LMSG_CREDITS, got.credits);
-	/* parse zeroes padding: whole structs compare too */
-	ASSERT_EQ(0, memcmp(&want, &got, sizeof(want)));
+	fmt_parse_golden(_metadata, &lmsg_fmt, &want, &got);
+	ASSERT_EQ(SMR_LMSG_CREDITS, got.lmsg.type);
+	ASSERT_EQ(LMSG_CREDITS, got.lmsg.credits);
 }
 
 TEST(lmsg_truncated_every_length)
 {
-	for (size_t cut = 0; cut < SMR_LMSG_LEN; cut++) {
-		struct smr_lmsg out;
-		uint8_t bad[SMR_LMSG_LEN];
-
-		memset(&out, 0x5a, sizeof(out));
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, lmsg_parse_exact(golden_lmsg, cut, &out))
-			TH_LOG("cut at %zu", cut);
-		ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);	/* not written */
-		/* length is checked first: before magic, version and type */
-		memset(bad, 0, sizeof(bad));
-		ASSERT_EQ(-SMR_WIRE_ELENGTH, lmsg_parse_exact(bad, cut, &out));
-	}
+	fmt_truncated_every_length(_metadata, &lmsg_fmt);
 	ASSERT_EQ(-SMR_WIRE_ELENGTH, smr_lmsg_parse(NULL, 0, NULL));
 }
 
@@ -2570,19 +2554,7 @@ TEST(lmsg_fits_cdc_receive_buffer)
 	ASSERT_EQ(-SMR_WIRE_EMAGIC, smr_lmsg_parse(buf, sizeof(buf), &m));
 }
 
-TEST(lmsg_magic_each_bit)
-{
-	for (int byte = 0; byte < 4; byte++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_LMSG_LEN];
-
-			memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
-			buf[byte] ^= 1u << bit;
-			ASSERT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf))
-				TH_LOG("byte %d bit %d", byte, bit);
-		}
-	}
-}
+FMT_TEST(lmsg_magic_each_bit, fmt_magic_each_bit, lmsg_fmt)
 
 TEST(lmsg_other_magics)
 {
@@ -2665,48 +2637,16 @@ TEST(lmsg_credits_every_value)
 	}
 }
 
-TEST(lmsg_every_single_bit_flip_classified)
-{
-	for (size_t off = 0; off < SMR_LMSG_LEN; off++) {
-		for (int bit = 0; bit < 8; bit++) {
-			uint8_t buf[SMR_LMSG_LEN], again[SMR_LMSG_LEN];
-			struct smr_lmsg out;
-			int err;
-
-			memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
-			buf[off] ^= 1u << bit;
-			err = lmsg_parse_exact(buf, SMR_LMSG_LEN, &out);
-			if (off < 4) {
-				ASSERT_EQ(-SMR_WIRE_EMAGIC, err);
-				continue;
-			}
-			if (off == 4) {
-				ASSERT_EQ(-SMR_WIRE_EVERSION, err);
-				continue;
-			}
-			if (off == 5) {
-				ASSERT_EQ(-SMR_WIRE_ETYPE, err);
-				continue;
-			}
-			/* credits: a free field, built back as is */
-			ASSERT_EQ(0, err) TH_LOG("offset %zu bit %d", off, bit);
-			smr_lmsg_build(&out, again);
-			ASSERT_EQ(0, memcmp(again, buf, SMR_LMSG_LEN));
-		}
-	}
-}
+FMT_TEST(lmsg_every_single_bit_flip_classified, fmt_every_single_bit_flip, lmsg_fmt)
 
 /* ---- what a received SEND is ---- */
 
 /* smr_msg_kind() on a heap copy of exactly @len bytes */
 static enum smr_msg_kind kind_exact(const uint8_t *bytes, size_t len)
 {
-	uint8_t *copy = malloc(len ? len : 1);
+	uint8_t *copy = heap_copy(bytes, len);
 	enum smr_msg_kind kind;
 
-	if (!copy)
-		abort();
-	memcpy(copy, bytes, len);
 	kind = smr_msg_kind(copy, len);
 	free(copy);
 	return kind;
