@@ -551,8 +551,6 @@ void smr_close_link_down(struct smr_sock *smr)
 bool smr_close_unprepare(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
-	struct smr_buf *rmb, *sndbuf;
-	struct smr_link *link;
 	bool started, put;
 
 	spin_lock_bh(&conn->lock);
@@ -562,10 +560,8 @@ bool smr_close_unprepare(struct smr_sock *smr)
 		WRITE_ONCE(conn->abort_reason, SMR_ABORT_LOCAL);
 	put = smr_close_end_early_locked(conn);
 	spin_unlock_bh(&conn->lock);
-	if (!started) {
-		smr_conn_take(smr, &link, &rmb, &sndbuf);
-		smr_conn_release_link(smr, link, rmb, sndbuf);
-	}
+	if (!started)
+		smr_conn_give_back(smr);
 	if (put)
 		smr_close_put_hold(smr);
 	return started;

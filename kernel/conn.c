@@ -272,10 +272,16 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	}
 }
 
-/* Give what smr_conn_take() took back to the link's pool. Any context. */
-void smr_conn_release_link(struct smr_sock *smr, struct smr_link *link,
-			   struct smr_buf *rmb, struct smr_buf *sndbuf)
+/*
+ * Take the buffers and link away (smr_conn_take(), whose caller rules
+ * apply) and give them back to the link's pool.
+ */
+void smr_conn_give_back(struct smr_sock *smr)
 {
+	struct smr_buf *rmb, *sndbuf;
+	struct smr_link *link;
+
+	smr_conn_take(smr, &link, &rmb, &sndbuf);
 	if (!link)
 		return;
 	if (rmb)
@@ -340,16 +346,12 @@ struct smr_sock *smr_conn_lookup_token(u64 token)
  */
 void smr_conn_destruct(struct smr_sock *smr)
 {
-	struct smr_link *link;
-	struct smr_buf *rmb, *sndbuf;
-
 	if (smr->local_token) {
 		spin_lock_bh(&smr_token_lock);
 		hash_del(&smr->token_node);
 		spin_unlock_bh(&smr_token_lock);
 	}
-	smr_conn_take(smr, &link, &rmb, &sndbuf);
-	smr_conn_release_link(smr, link, rmb, sndbuf);
+	smr_conn_give_back(smr);
 	/* a child never accepted, a listener: their accounts */
 	smr_buf_acct_put(smr->conn.unacc);
 	smr_buf_acct_put(smr->conn.children_acct);

@@ -252,8 +252,7 @@ void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb);
 void smr_conn_fill_rmb(struct smr_sock *smr, struct smr_hs_rmb *rmb);
 void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 		   struct smr_buf **rmb, struct smr_buf **sndbuf);
-void smr_conn_release_link(struct smr_sock *smr, struct smr_link *link,
-			   struct smr_buf *rmb, struct smr_buf *sndbuf);
+void smr_conn_give_back(struct smr_sock *smr);
 void smr_conn_destruct(struct smr_sock *smr);
 void smr_conn_owner_init(struct smr_sock *smr);
 int smr_conn_child_init(struct smr_sock *child, struct smr_sock *listener,

@@ -282,6 +282,35 @@ static void smr_hs_peer_declined(struct smr_sock *smr,
 }
 
 /*
+ * Read the peer's answer to what we sent: true if it is the @expected
+ * message (in @msg). False if none is whole yet, or if the handshake ended
+ * here: aborted on anything but @expected or a DECLINE echoing @token; on
+ * a DECLINE, @asked (the link our LINK_REQUEST asked a grant for, or NULL)
+ * fails at once rather than in its setup timeout, then we fall back.
+ */
+static bool smr_hs_recv_answer(struct smr_sock *smr, struct smr_hs_msg *msg,
+			       u8 expected, u64 token, struct smr_link *asked)
+{
+	int err;
+
+	sock_owned_by_me(&smr->sk);
+	err = smr_hs_recv(smr, msg);
+	if (err == -EAGAIN)
+		return false;
+	if (err || smr_hs_check(msg, expected, token)) {
+		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		return false;
+	}
+	if (msg->type == SMR_HS_DECLINE) {
+		if (asked)
+			smr_link_grant_declined(asked);
+		smr_hs_peer_declined(smr, msg);
+		return false;
+	}
+	return true;
+}
+
+/*
  * Both sides agreed and exchanged RMB descriptors: from now on the
  * application's bytes travel by RDMA (unless the link died meanwhile).
  */
@@ -457,23 +486,10 @@ static void smr_hs_client_read_grant(struct smr_sock *smr)
 {
 	struct smr_link *link = smr->conn.link;
 	struct smr_hs_msg msg;
-	int err;
 
 	sock_owned_by_me(&smr->sk);
-	err = smr_hs_recv(smr, &msg);
-	if (err == -EAGAIN)
+	if (!smr_hs_recv_answer(smr, &msg, SMR_HS_LINK_GRANT, 0, link))
 		return;
-	if (err || smr_hs_check(&msg, SMR_HS_LINK_GRANT, 0)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
-		return;
-	}
-	if (msg.type == SMR_HS_DECLINE) {
-		/* never granted: the link fails now, not in its setup timeout */
-		if (link)
-			smr_link_grant_declined(link);
-		smr_hs_peer_declined(smr, &msg);
-		return;
-	}
 	/* no link: its teardown took it meanwhile; propose declines */
 	if (link && smr_link_granted(link, msg.link.link_id, msg.link.secret)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
@@ -532,17 +548,9 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	int err;
 
 	sock_owned_by_me(&smr->sk);
-	err = smr_hs_recv(smr, &msg);
-	if (err == -EAGAIN)
+	if (!smr_hs_recv_answer(smr, &msg, SMR_HS_ACCEPT, smr->local_token,
+				NULL))
 		return;
-	if (err || smr_hs_check(&msg, SMR_HS_ACCEPT, smr->local_token)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
-		return;
-	}
-	if (msg.type == SMR_HS_DECLINE) {
-		smr_hs_peer_declined(smr, &msg);
-		return;
-	}
 	smr->peer_token = msg.accept.token;
 	smr->peer_rmb_size = msg.accept.rmb.size;
 
@@ -713,20 +721,13 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 static void smr_hs_server_read_confirm(struct smr_sock *smr)
 {
 	struct smr_hs_msg msg;
-	int err;
 
 	sock_owned_by_me(&smr->sk);
-	err = smr_hs_recv(smr, &msg);
-	if (err == -EAGAIN)
+	if (!smr_hs_recv_answer(smr, &msg, SMR_HS_CONFIRM, smr->local_token,
+				NULL))
 		return;
-	if (err || smr_hs_check(&msg, SMR_HS_CONFIRM, smr->local_token) ||
-	    (msg.type == SMR_HS_CONFIRM &&
-	     msg.confirm.token != smr->peer_token)) {
+	if (msg.confirm.token != smr->peer_token) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
-		return;
-	}
-	if (msg.type == SMR_HS_DECLINE) {
-		smr_hs_peer_declined(smr, &msg);
 		return;
 	}
 	smr->peer_rmb_size = msg.confirm.rmb.size;

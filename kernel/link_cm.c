@@ -231,6 +231,26 @@ static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 	param->rnr_retry_count = SMR_LINK_RNR_RETRY;
 }
 
+/*
+ * What rdma_accept() and rdma_connect() of @link need on @id: its ACK
+ * timeout, the QP (smr_link_create_qp(), whose rules on errors apply) and
+ * @param carrying our private data in @priv. Caller holds @setup_mutex.
+ */
+static int smr_link_cm_ready(struct smr_link *link, struct rdma_cm_id *id,
+			     struct rdma_conn_param *param, u8 *priv)
+{
+	int err;
+
+	lockdep_assert_held(&link->setup_mutex);
+	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
+	if (!err)
+		err = smr_link_create_qp(link, id);
+	if (err)
+		return err;
+	smr_link_conn_param(param, priv, link);
+	return 0;
+}
+
 static void smr_addr_from_sockaddr(struct in6_addr *a,
 				   const struct sockaddr *sa)
 {
@@ -308,12 +328,9 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	link->cm_id = id;
 	link->laddr = laddr;
 	link->raddr = raddr;
-	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
-	if (!err)
-		err = smr_link_create_qp(link, id);
+	err = smr_link_cm_ready(link, id, &param, priv);
 	if (err)
 		goto err_build;
-	smr_link_conn_param(&param, priv, link);
 	id->context = link;
 	err = smr_link_test_fault(SMR_LINK_FAULT_ACCEPT) ?
 	      smr_link_test_accept_fails(link) : rdma_accept(id, &param);
@@ -365,12 +382,9 @@ static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
 	int err;
 
 	lockdep_assert_held(&link->setup_mutex);
-	err = rdma_set_ack_timeout(id, SMR_LINK_ACK_TIMEOUT);
-	if (!err)
-		err = smr_link_create_qp(link, id);
+	err = smr_link_cm_ready(link, id, &param, priv);
 	if (err)
 		return err;
-	smr_link_conn_param(&param, priv, link);
 	return rdma_connect_locked(id, &param);
 }
 

@@ -103,31 +103,51 @@ static struct smr_sock *smr_tcp_hook_owner(const struct sock *tsk,
 	return installed == hook ? smr_tcp_owner(tsk) : NULL;
 }
 
-/* Softirq or process context, with the inner sock locked by TCP. */
-static void smr_tcp_error_report(struct sock *tsk)
+/*
+ * What every hook does: while @hook is still the callback installed in
+ * @slot (read under the inner sk_callback_lock), @act for its owner, then
+ * the callback the owner saved for @cb; otherwise TCP's own (see "A hook
+ * may run stale" above). Always inlined: @act is a direct call.
+ */
+static __always_inline void
+smr_tcp_hook_run(struct sock *tsk, enum smr_tcp_cb cb,
+		 void (**slot)(struct sock *sk), void (*hook)(struct sock *sk),
+		 void (*act)(struct sock *tsk, struct smr_sock *smr))
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[SMR_TCP_CB_ERROR_REPORT]);
+	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[cb]);
 	struct smr_sock *smr;
-	int err;
 
 	read_lock_bh(&tsk->sk_callback_lock);
-	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_error_report),
-				 smr_tcp_error_report);
+	smr = smr_tcp_hook_owner(tsk, READ_ONCE(*slot), hook);
 	if (smr) {
-		saved = smr->tcp_saved[SMR_TCP_CB_ERROR_REPORT];
-		err = READ_ONCE(tsk->sk_err);
-		if (err && READ_ONCE(smr->mode) == SMR_MODE_RDMA) {
-			/* the control connection failed: so does this one */
-			smr_conn_tcp_failed(smr, err);
-		} else if (err) {
-			WRITE_ONCE(smr->tcp_err_mirrored, err);
-			WRITE_ONCE(smr->sk.sk_err, err);
-		}
+		saved = smr->tcp_saved[cb];
+		act(tsk, smr);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
-
-	/* the saved callback wakes the (redirected) wait queue */
 	saved(tsk);
+}
+
+static void smr_tcp_mirror_error(struct sock *tsk, struct smr_sock *smr)
+{
+	int err = READ_ONCE(tsk->sk_err);
+
+	if (err && READ_ONCE(smr->mode) == SMR_MODE_RDMA) {
+		/* the control connection failed: so does this one */
+		smr_conn_tcp_failed(smr, err);
+	} else if (err) {
+		WRITE_ONCE(smr->tcp_err_mirrored, err);
+		WRITE_ONCE(smr->sk.sk_err, err);
+	}
+}
+
+/*
+ * Softirq or process context, with the inner sock locked by TCP. The saved
+ * callback wakes the (redirected) wait queue.
+ */
+static void smr_tcp_error_report(struct sock *tsk)
+{
+	smr_tcp_hook_run(tsk, SMR_TCP_CB_ERROR_REPORT, &tsk->sk_error_report,
+			 smr_tcp_error_report, smr_tcp_mirror_error);
 }
 
 /*
@@ -147,21 +167,16 @@ bool smr_tcp_sock_is_smr(const struct sock *tsk)
  */
 static void smr_tcp_hs_data_ready(struct sock *tsk);
 
+static void smr_tcp_kick_hs(struct sock *tsk, struct smr_sock *smr)
+{
+	smr_hs_kick(smr);
+}
+
 static void smr_tcp_hs_event(struct sock *tsk, enum smr_tcp_cb cb)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[cb]);
-	struct smr_sock *smr;
-
-	read_lock_bh(&tsk->sk_callback_lock);
 	/* the three are installed and removed together */
-	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
-				 smr_tcp_hs_data_ready);
-	if (smr) {
-		saved = smr->tcp_saved[cb];
-		smr_hs_kick(smr);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
-	saved(tsk);
+	smr_tcp_hook_run(tsk, cb, &tsk->sk_data_ready, smr_tcp_hs_data_ready,
+			 smr_tcp_kick_hs);
 }
 
 static void smr_tcp_hs_data_ready(struct sock *tsk)
@@ -218,22 +233,17 @@ void smr_tcp_fresh_after_handshake(struct smr_sock *smr)
 	release_sock(tsk);
 }
 
+static void smr_tcp_kick_accept(struct sock *tsk, struct smr_sock *smr)
+{
+	smr_sock_queue_work(&smr->sk, &smr->accept_work);
+}
+
 /* A listener's inner sock: a queued child drives the accept work. */
 static void smr_tcp_listen_data_ready(struct sock *tsk)
 {
-	void (*saved)(struct sock *sk) = READ_ONCE(smr_tcp_defaults[SMR_TCP_CB_DATA_READY]);
-	struct smr_sock *smr;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	/* not an accepted child that inherited the hook: a listener */
-	smr = smr_tcp_hook_owner(tsk, READ_ONCE(tsk->sk_data_ready),
-				 smr_tcp_listen_data_ready);
-	if (smr) {
-		saved = smr->tcp_saved[SMR_TCP_CB_DATA_READY];
-		smr_sock_queue_work(&smr->sk, &smr->accept_work);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
-	saved(tsk);
+	/* the owner: not an accepted child that inherited the hook */
+	smr_tcp_hook_run(tsk, SMR_TCP_CB_DATA_READY, &tsk->sk_data_ready,
+			 smr_tcp_listen_data_ready, smr_tcp_kick_accept);
 }
 
 void smr_tcp_hook_listener(struct smr_sock *smr)

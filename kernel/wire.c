@@ -67,6 +67,33 @@ static int smr_bytes_zero(const u8 *p, size_t n)
 	return 1;
 }
 
+/* ---- the head every message opens with: magic (u32), version ---- */
+
+#define SMR_HEAD_OFF_MAGIC	0
+#define SMR_HEAD_OFF_VERSION	4
+
+/*
+ * A message of at least @min bytes (checked first: nothing is read past
+ * @len) with our @magic and @version.
+ */
+static int smr_check_head(const u8 *buf, size_t len, size_t min, u32 magic,
+			  u8 version)
+{
+	if (len < min)
+		return -SMR_WIRE_ELENGTH;
+	if (smr_get_be32(buf + SMR_HEAD_OFF_MAGIC) != magic)
+		return -SMR_WIRE_EMAGIC;
+	if (buf[SMR_HEAD_OFF_VERSION] != version)
+		return -SMR_WIRE_EVERSION;
+	return 0;
+}
+
+static void smr_put_head(u8 *buf, u32 magic, u8 version)
+{
+	smr_put_be32(buf + SMR_HEAD_OFF_MAGIC, magic);
+	buf[SMR_HEAD_OFF_VERSION] = version;
+}
+
 /* ---- TCP option ---- */
 
 #define SMR_OPT_EOL		0
@@ -156,9 +183,7 @@ void smr_opt_write(u8 *buf, const struct smr_opt *opt)
 
 /* ---- handshake messages ---- */
 
-/* header */
-#define SMR_HS_OFF_MAGIC	0
-#define SMR_HS_OFF_VERSION	4
+/* header: 0 magic, 4 version (the head) */
 #define SMR_HS_OFF_TYPE		5
 #define SMR_HS_OFF_LENGTH	6
 #define SMR_HS_TRAILER_LEN	4
@@ -308,7 +333,7 @@ int smr_hs_peek(const u8 *buf, size_t avail)
 			return -SMR_WIRE_EMAGIC;
 	if (avail < SMR_HS_HDR_LEN)
 		return -SMR_WIRE_EAGAIN;
-	if (buf[SMR_HS_OFF_VERSION] != SMR_HS_VERSION)
+	if (buf[SMR_HEAD_OFF_VERSION] != SMR_HS_VERSION)
 		return -SMR_WIRE_EVERSION;
 	len = smr_hs_type_len(buf[SMR_HS_OFF_TYPE]);
 	if (!len)
@@ -457,8 +482,7 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 
 	/* reserved bytes and anything a type leaves out stay zero */
 	__builtin_memset(buf, 0, len);
-	smr_put_be32(buf + SMR_HS_OFF_MAGIC, SMR_HS_MAGIC);
-	buf[SMR_HS_OFF_VERSION] = SMR_HS_VERSION;
+	smr_put_head(buf, SMR_HS_MAGIC, SMR_HS_VERSION);
 	buf[SMR_HS_OFF_TYPE] = msg->type;
 	smr_put_be16(buf + SMR_HS_OFF_LENGTH, (u16)len);
 	smr_put_be32(buf + len - SMR_HS_TRAILER_LEN, SMR_HS_TRAILER);
@@ -501,8 +525,7 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 
 /* ---- rdma_cm private data ---- */
 
-#define SMR_CM_OFF_MAGIC	0
-#define SMR_CM_OFF_VERSION	4
+/* 0: magic, 4: version (the head) */
 #define SMR_CM_OFF_FLAGS	5
 #define SMR_CM_OFF_CREDITS	6	/* u16 */
 #define SMR_CM_OFF_LINK_ID	8	/* u32 */
@@ -512,14 +535,14 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap)
 int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out)
 {
 	struct smr_cm_priv p;
+	int err;
 
-	/* first: nothing below reads past @len (or through NULL) */
-	if (!buf || len < SMR_CM_PRIV_LEN)
+	if (!buf)
 		return -SMR_WIRE_ELENGTH;
-	if (smr_get_be32(buf + SMR_CM_OFF_MAGIC) != SMR_CM_MAGIC)
-		return -SMR_WIRE_EMAGIC;
-	if (buf[SMR_CM_OFF_VERSION] != SMR_CM_VERSION)
-		return -SMR_WIRE_EVERSION;
+	err = smr_check_head(buf, len, SMR_CM_PRIV_LEN, SMR_CM_MAGIC,
+			     SMR_CM_VERSION);
+	if (err)
+		return err;
 	/* a later version may give these bytes a meaning: refuse them now */
 	if (smr_get_be32(buf + SMR_CM_OFF_RESERVED))
 		return -SMR_WIRE_EFIELD;
@@ -539,8 +562,7 @@ int smr_cm_priv_parse(const u8 *buf, size_t len, struct smr_cm_priv *out)
 
 void smr_cm_priv_build(const struct smr_cm_priv *p, u8 *buf)
 {
-	smr_put_be32(buf + SMR_CM_OFF_MAGIC, SMR_CM_MAGIC);
-	buf[SMR_CM_OFF_VERSION] = SMR_CM_VERSION;
+	smr_put_head(buf, SMR_CM_MAGIC, SMR_CM_VERSION);
 	buf[SMR_CM_OFF_FLAGS] = p->flags;
 	smr_put_be16(buf + SMR_CM_OFF_CREDITS, p->credits);
 	smr_put_be32(buf + SMR_CM_OFF_LINK_ID, p->link_id);
@@ -550,8 +572,7 @@ void smr_cm_priv_build(const struct smr_cm_priv *p, u8 *buf)
 
 /* ---- CDC messages ---- */
 
-#define SMR_CDC_OFF_MAGIC	0
-#define SMR_CDC_OFF_VERSION	4
+/* 0: magic, 4: version (the head) */
 #define SMR_CDC_OFF_FLAGS	5
 #define SMR_CDC_OFF_SEQ		6
 #define SMR_CDC_OFF_TOKEN	8
@@ -578,15 +599,12 @@ static void smr_cdc_encode_cursor(u8 *p, const struct smr_cdc_cursor *c)
 
 int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out)
 {
+	int err = smr_check_head(buf, len, SMR_CDC_LEN, SMR_CDC_MAGIC,
+				 SMR_CDC_VERSION);
 	struct smr_cdc c;
 
-	/* first: nothing below is read unless all SMR_CDC_LEN bytes are there */
-	if (len < SMR_CDC_LEN)
-		return -SMR_WIRE_ELENGTH;
-	if (smr_get_be32(buf + SMR_CDC_OFF_MAGIC) != SMR_CDC_MAGIC)
-		return -SMR_WIRE_EMAGIC;
-	if (buf[SMR_CDC_OFF_VERSION] != SMR_CDC_VERSION)
-		return -SMR_WIRE_EVERSION;
+	if (err)
+		return err;
 
 	/* zeroed, padding included, so callers may compare whole structs */
 	__builtin_memset(&c, 0, sizeof(c));
@@ -610,8 +628,7 @@ int smr_cdc_parse(const u8 *buf, size_t len, struct smr_cdc *out)
 
 void smr_cdc_build(const struct smr_cdc *cdc, u8 *buf)
 {
-	smr_put_be32(buf + SMR_CDC_OFF_MAGIC, SMR_CDC_MAGIC);
-	buf[SMR_CDC_OFF_VERSION] = SMR_CDC_VERSION;
+	smr_put_head(buf, SMR_CDC_MAGIC, SMR_CDC_VERSION);
 	buf[SMR_CDC_OFF_FLAGS] = cdc->flags;
 	smr_put_be16(buf + SMR_CDC_OFF_SEQ, cdc->seq);
 	smr_put_be64(buf + SMR_CDC_OFF_TOKEN, cdc->token);
@@ -722,22 +739,19 @@ int smr_cdc_validate(const struct smr_cdc *cdc,
 
 /* ---- link messages ---- */
 
-#define SMR_LMSG_OFF_MAGIC	0
-#define SMR_LMSG_OFF_VERSION	4
+/* 0: magic, 4: version (the head) */
 #define SMR_LMSG_OFF_TYPE	5
 #define SMR_LMSG_OFF_CREDITS	6	/* u16 */
 
 int smr_lmsg_parse(const u8 *buf, size_t len, struct smr_lmsg *out)
 {
 	struct smr_lmsg m;
+	int err;
 
-	/* first: nothing below is read unless all 8 bytes are there */
-	if (len < SMR_LMSG_LEN)
-		return -SMR_WIRE_ELENGTH;
-	if (smr_get_be32(buf + SMR_LMSG_OFF_MAGIC) != SMR_LMSG_MAGIC)
-		return -SMR_WIRE_EMAGIC;
-	if (buf[SMR_LMSG_OFF_VERSION] != SMR_LMSG_VERSION)
-		return -SMR_WIRE_EVERSION;
+	err = smr_check_head(buf, len, SMR_LMSG_LEN, SMR_LMSG_MAGIC,
+			     SMR_LMSG_VERSION);
+	if (err)
+		return err;
 	if (buf[SMR_LMSG_OFF_TYPE] != SMR_LMSG_CREDITS)
 		return -SMR_WIRE_ETYPE;
 
@@ -751,8 +765,7 @@ int smr_lmsg_parse(const u8 *buf, size_t len, struct smr_lmsg *out)
 
 void smr_lmsg_build(const struct smr_lmsg *msg, u8 *buf)
 {
-	smr_put_be32(buf + SMR_LMSG_OFF_MAGIC, SMR_LMSG_MAGIC);
-	buf[SMR_LMSG_OFF_VERSION] = SMR_LMSG_VERSION;
+	smr_put_head(buf, SMR_LMSG_MAGIC, SMR_LMSG_VERSION);
 	buf[SMR_LMSG_OFF_TYPE] = msg->type;
 	smr_put_be16(buf + SMR_LMSG_OFF_CREDITS, msg->credits);
 }
