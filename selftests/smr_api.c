@@ -386,14 +386,19 @@ static int new_sock(META, const SELF *self, int af, int type)
 	return fd;
 }
 
-/* A listener on the self address, port 0; its address goes to @la. */
-static int listener_af(META, const SELF *self, int af, int backlog,
-		       struct sockaddr_storage *la)
+/*
+ * A listener on the self address, port 0; its address goes to @la. @prep
+ * (if any) sets its options before bind(): 0 or a negative errno.
+ */
+static int listener_prep_af(META, const SELF *self, int af, int backlog,
+			    struct sockaddr_storage *la, int (*prep)(int fd))
 {
 	struct sockaddr_storage ss;
 	socklen_t len = self_addr(self, af, 0, &ss);
 	int fd = new_sock(_metadata, self, af, SOCK_STREAM);
 
+	if (prep)
+		ASSERT_EQ(0, prep(fd));
 	ASSERT_EQ(0, xbind(fd, &ss, len));
 	ASSERT_EQ(0, xlisten(fd, backlog));
 	len = sizeof(*la);
@@ -401,6 +406,12 @@ static int listener_af(META, const SELF *self, int af, int backlog,
 	ASSERT_EQ(af_len(af), len);
 	ASSERT_NE(0, ss_port(la));
 	return fd;
+}
+
+static int listener_af(META, const SELF *self, int af, int backlog,
+		       struct sockaddr_storage *la)
+{
+	return listener_prep_af(_metadata, self, af, backlog, la, NULL);
 }
 
 static int connect_af(META, const SELF *self, int af,
@@ -425,6 +436,8 @@ static void make_pair(META, const SELF *self, int *cli, int *srv)
 }
 
 #define LISTENER(backlog, la)	listener_af(_metadata, self, self->af, backlog, la)
+#define LISTENER_PREP(backlog, la, prep) \
+	listener_prep_af(_metadata, self, self->af, backlog, la, prep)
 #define CONNECT(la)		connect_af(_metadata, self, self->af, la, SOCK_STREAM)
 #define PAIR(cli, srv)		make_pair(_metadata, self, cli, srv)
 #define NEW_SOCK(type)		new_sock(_metadata, self, self->af, type)
@@ -827,6 +840,23 @@ TEST_F(smr_api, bind_in_use)
 	close(l);
 }
 
+static int reuseaddr_on(int fd)
+{
+	return xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+}
+
+/* SO_REUSEADDR, SO_KEEPALIVE and SO_LINGER 5 s, which children inherit */
+static int inherited_opts_on(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 5 };
+
+	if (xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1) ||
+	    xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 1))
+		return -EINVAL;
+	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ?
+	       -errno : 0;
+}
+
 /*
  * A server restart: the old server closed its connection first, so its
  * port sits in TIME_WAIT. Without SO_REUSEADDR the new bind fails, with it
@@ -834,19 +864,12 @@ TEST_F(smr_api, bind_in_use)
  */
 TEST_F(smr_api, bind_reuseaddr_time_wait)
 {
-	struct sockaddr_storage la, ss;
+	struct sockaddr_storage la;
 	int cli, srv, l, fd, fd2, c2, s2;
 	long long deadline;
-	socklen_t len;
 	char c;
 
-	l = NEW_SOCK(SOCK_STREAM);
-	len = self_addr(self, self->af, 0, &ss);
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_REUSEADDR, 1));
-	ASSERT_EQ(0, xbind(l, &ss, len));
-	ASSERT_EQ(0, xlisten(l, 4));
-	len = sizeof(la);
-	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	l = LISTENER_PREP(4, &la, reuseaddr_on);
 	cli = CONNECT(&la);
 	srv = xaccept(l, 0);
 	ASSERT_LE(0, srv);
@@ -884,19 +907,12 @@ TEST_F(smr_api, bind_reuseaddr_time_wait)
  */
 TEST_F(smr_api, accept_inherits_sockopts)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 5 }, got = {};
-	struct sockaddr_storage la, ss;
-	socklen_t len = self_addr(self, self->af, 0, &ss);
-	int l = NEW_SOCK(SOCK_STREAM);
+	struct linger got = {};
+	struct sockaddr_storage la;
+	int l = LISTENER_PREP(4, &la, inherited_opts_on);
 	int cli, srv, v;
+	socklen_t len;
 
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_REUSEADDR, 1));
-	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_KEEPALIVE, 1));
-	ASSERT_EQ(0, setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
-	ASSERT_EQ(0, xbind(l, &ss, len));
-	ASSERT_EQ(0, xlisten(l, 4));
-	len = sizeof(la);
-	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
 	cli = CONNECT(&la);
 	srv = xaccept(l, 0);
 	ASSERT_LE(0, srv);

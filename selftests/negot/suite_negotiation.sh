@@ -696,13 +696,18 @@ chk_cookie_pair() {
 	ck_fallback server S 4
 }
 
-case_syn_cookies() {
-	local r
-	t_begin syn_cookies
+# cookie_case_start NAME SYNCOOKIES: begin case NAME, one connection at a
+# time of 30000 bytes each way, B's net.ipv4.tcp_syncookies as given.
+cookie_case_start() {
+	t_begin "$1"
 	c2s=30000 s2c=30000
 	client_nb=1
-	r=$(b_call sysctl net.ipv4.tcp_syncookies=2)
-	ck "B's tcp_syncookies" "$r" eq "net.ipv4.tcp_syncookies = 2"
+	ck "B's tcp_syncookies" "$(b_call sysctl net.ipv4.tcp_syncookies="$2")" \
+		eq "net.ipv4.tcp_syncookies = $2"
+}
+
+case_syn_cookies() {
+	cookie_case_start syn_cookies 2
 	pair cookie4 5501 "-n 2 -s $c2s -r $s2c" "-a $peer -n 2 -s $c2s -r $s2c"
 	pair cookie6 5502 "-6 -n 2 -s $c2s -r $s2c" "-6 -a $peer6 -n 2 -s $c2s -r $s2c"
 	b_call sysctl net.ipv4.tcp_syncookies=1 >/dev/null
@@ -728,11 +733,7 @@ chk_cookie_full_pair() {
 # tcp_syncookies=1 the next SYN gets a cookie.
 case_syn_cookies_full() {
 	local r
-	t_begin syn_cookies_full
-	c2s=30000 s2c=30000
-	client_nb=1
-	r=$(b_call sysctl net.ipv4.tcp_syncookies=1)
-	ck "B's tcp_syncookies" "$r" eq "net.ipv4.tcp_syncookies = 1"
+	cookie_case_start syn_cookies_full 1
 	ck "B routes $FLOOD_SPOOF_NET back to A" "$(b_call spoof_route add "$self")" eq ok
 	r=$(b_call serve cookiefull -p 5503 -n 1 -B 0 -s "$c2s" -r "$s2c")
 	if [ "$r" = ok ]; then
