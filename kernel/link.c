@@ -1372,7 +1372,7 @@ int smr_links_show(struct seq_file *seq, void *v)
 	struct smr_link *link;
 
 	/* the first seven columns are stable; flow control state follows */
-	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS CREDITS OWED WAITING SQ_FREE\n");
+	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS CREDITS OWED WAITING SQ_FREE UID\n");
 	if (!net_eq(seq_file_single_net(seq), &init_net))
 		return 0;	/* links live in init_net only */
 	spin_lock_bh(&smr_links_lock);
@@ -1383,10 +1383,16 @@ int smr_links_show(struct seq_file *seq, void *v)
 		smr_seq_addr(seq, &link->laddr);
 		smr_seq_addr(seq, &link->raddr);
 		spin_lock(&link->lock);
-		seq_printf(seq, " %u %u %u %u %u\n", link->nusers,
+		seq_printf(seq, " %u %u %u %u %u", link->nusers,
 			   link->peer_credits, link->credits_owed,
 			   link->ntx_wait, link->sq_free);
 		spin_unlock(&link->lock);
+		/* whose connect created it; the peer's: no one of ours */
+		if (link->active_side)
+			seq_printf(seq, " %u\n",
+				   from_kuid_munged(seq_user_ns(seq), link->uid));
+		else
+			seq_puts(seq, " -\n");
 	}
 	spin_unlock_bh(&smr_links_lock);
 	return 0;
