@@ -451,7 +451,7 @@ static void smr_hs_client_start(struct smr_sock *smr)
 
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_STARTED);
 	link = smr_link_get(&smr->conn.link_user, t.net, t.family, &t.laddr,
-			    &t.raddr);
+			    &t.raddr, READ_ONCE(smr->sk.sk_uid));
 	if (!link) {
 		smr_hs_decline(smr, SMR_REASON_LINK_FAILURE);
 		return;

@@ -17,8 +17,14 @@
  *
  * Locking and lifetimes
  * ---------------------
- * smr_links_lock (BH) protects smr_links and the id IDR; a link is listed
- * until it goes down. link->lock (BH) protects what struct smr_link lists
+ * smr_links_lock (BH) protects smr_links, the id IDR and the counts the
+ * bounds are checked against (smr_links_count, smr_links_passive); a link
+ * is listed until it goes down. Its place in those bounds is checked and
+ * taken in one step under that lock (as it is listed, or for a passive
+ * link reserved before it is built, smr_link_reserve()), and given back
+ * where it is unlisted (the teardown) or its reservation dropped; the
+ * per-peer and per-user counts are the listed links themselves, read
+ * under the same lock. link->lock (BH) protects what struct smr_link lists
  * (link_core.h): the state, users and their smr_link_user fields, slots,
  * send queue room, the wait list and the credits; posting to the QP
  * happens under it, so a post never races with teardown. It nests inside
@@ -99,8 +105,12 @@
 
 LIST_HEAD(smr_links);
 DEFINE_SPINLOCK(smr_links_lock);
-/* links on smr_links (smr_links_lock): bounded by SMR_LINKS_MAX */
+/*
+ * smr_links_lock: links on smr_links and passive ones reserved, bounded by
+ * net.smr.links_max; of those, the passive ones (the peers' share)
+ */
 unsigned int smr_links_count;
+static unsigned int smr_links_passive;
 struct workqueue_struct *smr_link_wq;
 const struct smr_link_ops *smr_link_user_ops;
 /* link ids, never 0; erased under smr_links_lock too (smr_link_lookup_id()) */
@@ -1077,59 +1087,100 @@ err:
 /* ---- the list of links ---- */
 
 /*
- * Room for one more link (@passive: the peer @raddr's): under
- * SMR_LINKS_MAX in all and, for the peer's, SMR_LINKS_PER_PEER from one
- * address. Listed links count until their teardown unlists them: each
- * still holds its memory. Caller holds smr_links_lock.
+ * Room for one more passive link, from @raddr: the peers' links fewer than
+ * their share of net.smr.links_max (SMR_LINKS_PASSIVE_SHARE: this host's
+ * own connects keep the rest), fewer than links_max in all, and fewer than
+ * SMR_LINKS_PER_PEER from that address. Listed links count until their
+ * teardown unlists them: each still holds its memory. Caller holds
+ * smr_links_lock.
  */
-bool smr_link_room_locked(const struct in6_addr *raddr, bool passive)
+enum smr_link_room smr_link_room_passive_locked(const struct in6_addr *raddr)
 {
+	unsigned int max = READ_ONCE(smr_links_max), n = 0;
 	struct smr_link *link;
-	unsigned int n = 0;
 
 	lockdep_assert_held(&smr_links_lock);
-	if (smr_links_count >= SMR_LINKS_MAX)
-		return false;
-	if (!passive)
-		return true;
+	if (smr_links_passive >= max / SMR_LINKS_PASSIVE_SHARE)
+		return SMR_LINK_ROOM_SHARE;
+	if (smr_links_count >= max)
+		return SMR_LINK_ROOM_FULL;
 	list_for_each_entry(link, &smr_links, node)
 		if (!link->active_side && ipv6_addr_equal(&link->raddr, raddr))
 			n++;
-	return n < SMR_LINKS_PER_PEER;
+	return n < SMR_LINKS_PER_PEER ? SMR_LINK_ROOM : SMR_LINK_ROOM_FULL;
 }
 
-/* List @link (counted against SMR_LINKS_MAX). Caller holds smr_links_lock. */
+/*
+ * Room for one more link of ours, for a connect of a socket @uid owns:
+ * fewer than a share of net.smr.links_max (SMR_LINKS_USER_SHARE) listed
+ * that @uid's connects created (root's are not counted so), and fewer
+ * than links_max in all. Caller holds smr_links_lock.
+ */
+enum smr_link_room smr_link_room_active_locked(kuid_t uid)
+{
+	unsigned int max = READ_ONCE(smr_links_max), n = 0;
+	struct smr_link *link;
+
+	lockdep_assert_held(&smr_links_lock);
+	if (!uid_eq(uid, GLOBAL_ROOT_UID)) {
+		list_for_each_entry(link, &smr_links, node)
+			if (link->active_side && uid_eq(link->uid, uid))
+				n++;
+		if (n >= max / SMR_LINKS_USER_SHARE)
+			return SMR_LINK_ROOM_USER;
+	}
+	return smr_links_count < max ? SMR_LINK_ROOM : SMR_LINK_ROOM_FULL;
+}
+
+/* The counts @link takes its place in; caller holds smr_links_lock. */
+static void smr_link_count_locked(const struct smr_link *link, int n)
+{
+	lockdep_assert_held(&smr_links_lock);
+	smr_links_count += n;
+	if (!link->active_side)
+		smr_links_passive += n;
+}
+
+/*
+ * List @link, counted, right after its room was found under the same hold
+ * of smr_links_lock (smr_link_room_active_locked()); caller holds it.
+ */
 void smr_link_list_add_locked(struct smr_link *link)
 {
 	lockdep_assert_held(&smr_links_lock);
 	list_add_tail(&link->node, &smr_links);
-	smr_links_count++;
+	smr_link_count_locked(link, 1);
 }
 
 /*
- * A passive link from @raddr is about to be built: true if it has room
- * (smr_link_room_locked()), with its place in SMR_LINKS_MAX taken now,
- * under the lock the check ran under, so no link listed meanwhile can
- * take it too. The caller lists it (smr_link_list_reserved()) or gives
- * the place back (smr_link_unreserve()). Passive builds are serialised
- * (link_cm.c), so the per-peer count needs no reservation.
+ * A passive link from @raddr is about to be built: SMR_LINK_ROOM if it has
+ * room (smr_link_room_passive_locked()), with its place in the counts
+ * taken now, under the lock the check ran under, so no link listed
+ * meanwhile can take it too; else the bound that refuses it. The caller
+ * lists it (smr_link_list_reserved()) or gives the place back
+ * (smr_link_unreserve()). Passive builds are serialised (link_cm.c), so
+ * the per-peer count needs no reservation.
  */
-bool smr_link_reserve(const struct in6_addr *raddr)
+enum smr_link_room smr_link_reserve(const struct in6_addr *raddr)
 {
-	bool room;
+	enum smr_link_room room;
 
 	spin_lock_bh(&smr_links_lock);
-	room = smr_link_room_locked(raddr, true);
-	if (room)
+	room = smr_link_room_passive_locked(raddr);
+	if (room == SMR_LINK_ROOM) {
 		smr_links_count++;
+		smr_links_passive++;
+	}
 	spin_unlock_bh(&smr_links_lock);
 	return room;
 }
 
+/* A passive link's place that smr_link_reserve() took goes back. */
 void smr_link_unreserve(void)
 {
 	spin_lock_bh(&smr_links_lock);
 	smr_links_count--;
+	smr_links_passive--;
 	spin_unlock_bh(&smr_links_lock);
 }
 
@@ -1217,7 +1268,7 @@ static void smr_link_teardown(struct work_struct *work)
 	listed = !list_empty(&link->node);
 	list_del_init(&link->node);
 	if (listed)
-		smr_links_count--;
+		smr_link_count_locked(link, -1);
 	xa_erase_bh(&smr_link_ids, link->id);
 	spin_unlock_bh(&smr_links_lock);
 	/* nor queues a connect: one queued before runs (sees DEAD) or goes */
@@ -1326,7 +1377,7 @@ int smr_links_show(struct seq_file *seq, void *v)
 	struct smr_link *link;
 
 	/* the first seven columns are stable; flow control state follows */
-	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS CREDITS OWED WAITING SQ_FREE\n");
+	seq_puts(seq, "ID PEER_ID STATE DEV LOCAL PEER CONNS CREDITS OWED WAITING SQ_FREE UID\n");
 	if (!net_eq(seq_file_single_net(seq), &init_net))
 		return 0;	/* links live in init_net only */
 	spin_lock_bh(&smr_links_lock);
@@ -1337,10 +1388,16 @@ int smr_links_show(struct seq_file *seq, void *v)
 		smr_seq_addr(seq, &link->laddr);
 		smr_seq_addr(seq, &link->raddr);
 		spin_lock(&link->lock);
-		seq_printf(seq, " %u %u %u %u %u\n", link->nusers,
+		seq_printf(seq, " %u %u %u %u %u", link->nusers,
 			   link->peer_credits, link->credits_owed,
 			   link->ntx_wait, link->sq_free);
 		spin_unlock(&link->lock);
+		/* whose connect created it; the peer's: no one of ours */
+		if (link->active_side)
+			seq_printf(seq, " %u\n",
+				   from_kuid_munged(seq_user_ns(seq), link->uid));
+		else
+			seq_puts(seq, " -\n");
 	}
 	spin_unlock_bh(&smr_links_lock);
 	return 0;

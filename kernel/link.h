@@ -11,6 +11,7 @@
 
 #include <linux/list.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 
 struct ib_device;
 struct ib_send_wr;
@@ -61,7 +62,7 @@ void smr_link_exit(void);
 struct smr_link *smr_link_get(struct smr_link_user *user,
 			      const struct net *net, int family,
 			      const struct in6_addr *laddr,
-			      const struct in6_addr *raddr);
+			      const struct in6_addr *raddr, kuid_t uid);
 struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 			       const struct net *net,
 			       const struct in6_addr *raddr);

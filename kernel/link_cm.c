@@ -37,11 +37,20 @@
  * freed at module exit) and builds passive links one at a time under
  * smr_link_accept_mutex (inside rdma_cm's handler lock, outside
  * @setup_mutex), so the per-peer bound holds exactly; its place in
- * SMR_LINKS_MAX is taken under smr_links_lock as its room is checked
- * (smr_link_reserve()), so no active link listed meanwhile takes it
- * (smr_link_get() checks and lists under that lock too): the total bound
- * holds exactly as well. The listener lives from
+ * net.smr.links_max and in the peers' share of it is taken under
+ * smr_links_lock as its room is checked (smr_link_reserve()), so no link
+ * listed meanwhile takes it (smr_link_get() checks the total and its
+ * user's share and lists under that lock too, in one hold): those bounds
+ * hold exactly as well. The listener lives from
  * smr_link_init() to smr_link_exit().
+ *
+ * Shares (link_core.h): the peers' links together hold at most half of
+ * links_max, so no remote host, nor many of them, can take the places
+ * this host's own connects need (a grant or request past it is refused,
+ * links_refused_share); a user's connects create at most a quarter of it
+ * (root's are not bounded so), so one local user connecting to many peers
+ * cannot take every link either (that connect gets no link and falls back,
+ * links_user_limit).
  */
 #include <crypto/algapi.h>
 #include <linux/in.h>
@@ -123,17 +132,21 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		   const struct in6_addr *raddr, const u8 *secret)
 {
 	struct smr_link_grant *g, *tmp, *oldest = NULL;
+	enum smr_link_room room;
 	unsigned int of_peer = 0;
-	bool room;
 	int err = 0;
 
 	if (!net_eq(net, &init_net))
 		return -ENETUNREACH;
+	/* checked again as its request comes (smr_link_reserve()) */
 	spin_lock_bh(&smr_links_lock);
-	room = smr_link_room_locked(raddr, true);
+	room = smr_link_room_passive_locked(raddr);
 	spin_unlock_bh(&smr_links_lock);
-	if (!room)
+	if (room != SMR_LINK_ROOM) {
+		if (room == SMR_LINK_ROOM_SHARE)
+			smr_stat_inc(&init_net, SMR_STAT_LINKS_REFUSED_SHARE);
 		return -EBUSY;
+	}
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)
 		return -ENOMEM;
@@ -285,6 +298,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rdma_conn_param param;
 	u8 priv[SMR_CM_PRIV_LEN];
 	struct in6_addr laddr, raddr;
+	enum smr_link_room room;
 	struct smr_link *link;
 	struct smr_cm_priv p;
 	bool dead;
@@ -301,8 +315,12 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return smr_link_refuse(id);
 
 	mutex_lock(&smr_link_accept_mutex);
-	if (!smr_link_reserve(&raddr)) {
+	room = smr_link_reserve(&raddr);
+	if (room != SMR_LINK_ROOM) {
 		mutex_unlock(&smr_link_accept_mutex);
+		/* granted while there was room: other peers' links came since */
+		if (room == SMR_LINK_ROOM_SHARE)
+			smr_stat_inc(&init_net, SMR_STAT_LINKS_REFUSED_SHARE);
 		return smr_link_refuse(id);
 	}
 	link = smr_link_alloc(false, smr_link_connect_work);
@@ -548,18 +566,22 @@ static int smr_link_use(struct smr_link *link, struct smr_link_user *user)
  * whose address and route resolution has begun; it connects once the peer
  * granted the secret too (smr_link_needs_grant(), smr_link_granted()).
  * Connections racing to a peer with no link find one another's under
- * smr_links_lock, so they share one. NULL if none can be made (or this
- * host has SMR_LINKS_MAX). The user holds the returned reference.
+ * smr_links_lock, so they share one. A new link is created for @uid, the
+ * owner of the connecting socket, within its share (links_user_limit
+ * counts a connect past it). NULL if none can be made (or this host has
+ * net.smr.links_max, or @uid its share). The user holds the returned
+ * reference.
  */
 struct smr_link *smr_link_get(struct smr_link_user *user,
 			      const struct net *net, int family,
 			      const struct in6_addr *laddr,
-			      const struct in6_addr *raddr)
+			      const struct in6_addr *raddr, kuid_t uid)
 {
+	enum smr_link_room room = SMR_LINK_ROOM_FULL;
 	struct sockaddr_storage src = {}, dst = {};
 	struct smr_link *link, *found;
 	struct rdma_cm_id *id;
-	bool room = false, retried = false;
+	bool retried = false;
 	int err = 0;
 
 	if (!net_eq(net, &init_net))
@@ -568,7 +590,15 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 again:
 	spin_lock_bh(&smr_links_lock);
 	found = smr_link_lookup(laddr, raddr);
+	/* no id nor link allocated for a connect that may not have one */
+	if (!found)
+		room = smr_link_room_active_locked(uid);
 	spin_unlock_bh(&smr_links_lock);
+	if (!found && room != SMR_LINK_ROOM) {
+		if (room == SMR_LINK_ROOM_USER)
+			smr_stat_inc(&init_net, SMR_STAT_LINKS_USER_LIMIT);
+		return NULL;
+	}
 	if (found) {
 		if (!smr_link_use(found, user))
 			return found;
@@ -585,6 +615,7 @@ again:
 		return NULL;
 	link->laddr = *laddr;
 	link->raddr = *raddr;
+	link->uid = uid;
 	/* what the peer grants and our connect request proves */
 	do {
 		get_random_bytes(link->secret, sizeof(link->secret));
@@ -598,18 +629,24 @@ again:
 	}
 	link->cm_id = id;
 
-	/* listed before it connects: a racing connection waits on it */
+	/*
+	 * Listed before it connects: a racing connection waits on it. Its
+	 * room is checked again, in the hold that lists it: the bounds hold
+	 * exactly whatever was listed since the check above.
+	 */
 	spin_lock_bh(&smr_links_lock);
 	found = smr_link_lookup(laddr, raddr);
 	if (!found) {
-		room = smr_link_room_locked(raddr, false);
-		if (room)
+		room = smr_link_room_active_locked(uid);
+		if (room == SMR_LINK_ROOM)
 			smr_link_list_add_locked(link);
 	}
 	spin_unlock_bh(&smr_links_lock);
-	if (found || !room) {
+	if (found || room != SMR_LINK_ROOM) {
 		rdma_destroy_id(id);
 		smr_link_discard(link);
+		if (!found && room == SMR_LINK_ROOM_USER)
+			smr_stat_inc(&init_net, SMR_STAT_LINKS_USER_LIMIT);
 		if (found && smr_link_use(found, user))
 			found = NULL;
 		return found;

@@ -13,6 +13,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
+#include <linux/uidgid.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
@@ -61,15 +62,19 @@
  * live until their link's setup would have failed anyway, and are bounded
  * per peer address (its oldest goes first) and in all (a full table
  * refuses: that connection falls back to TCP). Links are bounded in all
- * (both sides: each pins about 300 KB of kernel memory) and, for passive
- * ones, per peer address; a request past a bound is rejected before
- * anything is allocated.
+ * (both sides: each pins about 300 KB of kernel memory; net.smr.links_max)
+ * and, for passive ones, per peer address and together (the peers' share:
+ * they never take the places this host's own connects need); ours, by the
+ * user whose connect created them (its share: one user's connects to many
+ * peers leave the others room; root's are not bounded so). A request
+ * past a bound is rejected before anything is allocated.
  */
 #define SMR_LINK_GRANT_TIMEOUT		SMR_LINK_SETUP_TIMEOUT
 #define SMR_LINK_GRANTS_PER_PEER	4
 #define SMR_LINK_GRANTS_MAX		64
 #define SMR_LINKS_PER_PEER		8
-#define SMR_LINKS_MAX			256
+#define SMR_LINKS_PASSIVE_SHARE		2	/* peers': links_max / 2 */
+#define SMR_LINKS_USER_SHARE		4	/* one user's: links_max / 4 */
 #define SMR_LINK_RETRY_COUNT	6
 #define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
 #define SMR_LINK_ACK_TIMEOUT	18
@@ -99,7 +104,7 @@ struct smr_rx_slot {
  * creation, @granted, @route_resolved, @authenticated (written; read
  * locklessly once the link is ACTIVE) and @peer_id, @peer_credits before
  * the link is ACTIVE. The rest is set once during setup and read-only
- * afterwards (@secret: before the link is listed).
+ * afterwards (@secret, @uid: before the link is listed).
  */
 struct smr_link {
 	struct kref		ref;
@@ -119,6 +124,8 @@ struct smr_link {
 	bool			authenticated;
 	bool			granted;	/* ours: the peer granted @secret */
 	bool			route_resolved;	/* ours: ready to connect */
+	/* ours: the owner of the socket whose connect created it */
+	kuid_t			uid;
 	/* ours: drawn at creation; the peer's: the one its request proved */
 	u8			secret[SMR_LINK_SECRET_LEN];
 	/* ours: connects once granted after the route resolved (link_cm.c) */
@@ -203,9 +210,18 @@ void smr_link_abandon(struct smr_link *link);
 struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 				 const struct in6_addr *raddr);
 struct smr_link *smr_link_lookup_id(u32 id);
-bool smr_link_room_locked(const struct in6_addr *raddr, bool passive);
+/* Whether one more link may be listed, and if not, which bound says no. */
+enum smr_link_room {
+	SMR_LINK_ROOM,
+	SMR_LINK_ROOM_FULL,	/* links_max, or the peer's SMR_LINKS_PER_PEER */
+	SMR_LINK_ROOM_SHARE,	/* passive: the peers' share of links_max */
+	SMR_LINK_ROOM_USER,	/* ours: its user's share of links_max */
+};
+
+enum smr_link_room smr_link_room_passive_locked(const struct in6_addr *raddr);
+enum smr_link_room smr_link_room_active_locked(kuid_t uid);
 void smr_link_list_add_locked(struct smr_link *link);
-bool smr_link_reserve(const struct in6_addr *raddr);
+enum smr_link_room smr_link_reserve(const struct in6_addr *raddr);
 void smr_link_unreserve(void);
 void smr_link_list_reserved(struct smr_link *link);
 int smr_link_attach(struct smr_link *link, struct smr_link_user *user);

@@ -26,6 +26,7 @@ long smr_buf_mem_pool_max = SMR_BUF_MEM_POOL_MAX_DEFAULT;
 long smr_buf_mem_pool_link_max = SMR_BUF_MEM_POOL_LINK_MAX_DEFAULT;
 long smr_buf_mem_unaccepted_max = SMR_BUF_MEM_UNACCEPTED_MAX_DEFAULT;
 long smr_buf_mem_unaccepted_peer_max = SMR_BUF_MEM_UNACCEPTED_PEER_MAX_DEFAULT;
+int smr_links_max = SMR_LINKS_MAX_DEFAULT;
 
 static int smr_timeout_ms_min = SMR_TIMEOUT_MS_MIN;
 static int smr_hs_timeout_ms_max = SMR_HS_TIMEOUT_MS_MAX;
@@ -35,6 +36,8 @@ static int smr_buf_max_max = SMR_HS_RMB_MAX;
 static int smr_cdc_inline_limit = SMR_CDC_INLINE_MAX;
 static int smr_negot_max_min = SMR_NEGOT_MAX_MIN;
 static int smr_negot_max_max = SMR_NEGOT_MAX_MAX;
+static int smr_links_max_min = SMR_LINKS_MAX_MIN;
+static int smr_links_max_max = SMR_LINKS_MAX_MAX;
 /* byte limits: a value past LONG_MAX would read back as negative */
 static unsigned long smr_bytes_min;
 static unsigned long smr_bytes_max = LONG_MAX;
@@ -156,6 +159,15 @@ static struct ctl_table smr_sysctl_table[] = {
 		.proc_handler	= proc_doulongvec_minmax,
 		.extra1		= &smr_bytes_min,
 		.extra2		= &smr_bytes_max,
+	},
+	{
+		.procname	= "links_max",
+		.data		= &smr_links_max,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &smr_links_max_min,
+		.extra2		= &smr_links_max_max,
 	},
 	{ }	/* the end, for kernels that read up to it: not counted */
 };

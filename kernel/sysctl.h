@@ -46,6 +46,12 @@
  */
 #define SMR_BUF_MEM_UNACCEPTED_MAX_DEFAULT (128L << 20)
 #define SMR_BUF_MEM_UNACCEPTED_PEER_MAX_DEFAULT (64L << 20)
+/*
+ * links_max: RDMA links of both kinds (each pins some 300 KB of kernel
+ * memory); the peers' links at most half of it, the links one user's
+ * connects created at most a quarter (link.c, smr_link_room_*_locked()).
+ */
+#define SMR_LINKS_MAX_DEFAULT		256
 
 /* bounds root may write */
 #define SMR_TIMEOUT_MS_MIN		10
@@ -53,6 +59,8 @@
 #define SMR_TIMEOUT_MS_MAX		(24 * 3600 * 1000)	/* a day */
 #define SMR_NEGOT_MAX_MIN		64
 #define SMR_NEGOT_MAX_MAX		1048576
+#define SMR_LINKS_MAX_MIN		8	/* a quarter is 2 links */
+#define SMR_LINKS_MAX_MAX		4096
 
 extern int smr_hs_timeout_ms;
 extern int smr_link_idle_ms;
@@ -67,6 +75,7 @@ extern long smr_buf_mem_pool_max;
 extern long smr_buf_mem_pool_link_max;
 extern long smr_buf_mem_unaccepted_max;
 extern long smr_buf_mem_unaccepted_peer_max;
+extern int smr_links_max;
 
 int smr_sysctl_init(void);
 void smr_sysctl_exit(void);

@@ -17,6 +17,7 @@ suite_tests=(
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
+	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -61,6 +62,16 @@ NFT
 # given, then read back.
 b_fault() {
 	fault_param "$@"
+}
+
+# client NAME ARGS...: an smr_stream client on B (to host A), its output
+# and "rc=N" last.
+b_client() {
+	local name=$1
+	shift
+	"${bed_server[@]}" client "$@" >"$work/$name.client" 2>"$work/$name.client.err"
+	echo "rc=$?" >>"$work/$name.client"
+	cat "$work/$name.client"
 }
 
 # --- both hosts ----------------------------------------------------------------
@@ -427,5 +438,200 @@ case_mixed_version() {
 	ck "B: fault_answer_old cleared" "$r" eq N
 	t_note "$mixed_version_rounds connections to B answering as a pre-LINK_REQUEST module: A's handshakes_declined +$(delta mv.pre mv.post a handshakes_declined), handshakes_aborted +$n_rst, fallback version_mismatch +$(delta mv.pre mv.post a fallback_version_mismatch)"
 	after_round mv.after 6590 && t_note "then B answering as this module: $after_note"
+	t_end
+}
+
+# link_share: the shares of net.smr.links_max (link_share_max on both
+# hosts): a user's connects create at most a quarter of it, the peers'
+# links hold at most half of it. A's source addresses, the connections'
+# bytes each way and where they hold (until $ls_dir/release).
+link_share_max=8
+link_share_srcs="192.0.2.31 192.0.2.32 192.0.2.33 192.0.2.34 192.0.2.35"
+link_share_bytes=131072
+link_share_hold=65536
+
+# ls_sysctl_both KEY VALUE: net.smr.KEY on both hosts; "ok" or what failed.
+ls_sysctl_both() {
+	local r
+	sysctl -qw "net.smr.$1=$2" 2>/dev/null || { echo "A: cannot set net.smr.$1"; return; }
+	r=$(b_call sysctl "net.smr.$1=$2")
+	[ "$r" = "net.smr.$1 = $2" ] || { echo "B: cannot set net.smr.$1: ${r:-no answer}"; return; }
+	echo ok
+}
+
+# ls_hold [-u UID] NAME SRC PORT MODE: one connection A -> B from A's
+# address SRC (as UID, if given) to B's server NAME, held once
+# link_share_hold bytes went each way until $ls_dir/release exists; sets
+# bg_pid. False (the case failed) if it is not held within 120 s.
+ls_hold() {
+	local as=() name src port mode
+	[ "$1" != -u ] || { as=(-u "$2"); shift 2; }
+	name=$1 src=$2 port=$3 mode=$4
+	serve "$name" -p "$port" -n 1 -s "$link_share_bytes" -M "$mode" -T 400 || return 1
+	rm -f "$ls_dir/$name.ready"
+	client_bg "${as[@]}" "$name" -a "$peer" -A "$src" -p "$port" -n 1 \
+		-s "$link_share_bytes" -h "$link_share_hold" -H "$ls_dir/release" \
+		-M "$mode" -T 400 -R "$ls_dir/$name.ready"
+	rdma_wait_file "$ls_dir/$name.ready" 120 "$bg_pid" && return 0
+	t_fail "$name: the connection from $src was not held within 120 s"
+	return 1
+}
+
+# ls_release NAME...: the held connections end (links idle out 1 s after),
+# each checked intact; then no link is left on either host.
+ls_release() {
+	local name pid i=0
+	ls_sysctl_both link_idle_timeout_ms 1000 >/dev/null
+	: >"$ls_dir/release"
+	for name in "$@"; do
+		pid=${ls_pids[$i]}
+		i=$((i + 1))
+		client_bg_wait "$pid" "$name"
+		server_result "$name" 120
+		pair_check "$name" 1 "$link_share_bytes"
+	done
+	ls_pids=()
+	wait_until 60 links_gone ||
+		t_fail "links left after the release: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
+	ls_sysctl_both link_idle_timeout_ms "$ls_idle" >/dev/null
+	rm -f "$ls_dir/release"
+}
+
+# ls_conn_field NAME KEY: KEY of connection NAME's line on A (client).
+ls_conn_field() {
+	grep '^conn ' "$work/$1.client" | grep -o " $2=[^ ]*" | head -n 1 | cut -d= -f2
+}
+
+# ls_links_of_uid FILE UID: the links of FILE (a links snapshot) whose
+# UID column (the last) is UID.
+ls_links_of_uid() {
+	awk -v u="$2" 'NR > 1 && NF >= 12 && $NF == u { n++ } END { print n + 0 }' "$1"
+}
+
+ls_dir=
+ls_idle=
+ls_pids=()
+
+case_link_share() {
+	local dev src srcs=() r i names=() name port spid
+	local limit mode_u3 reason_u3 created refused share b_links b_pre max
+	t_begin link_share
+	max=$(sysctl -n net.smr.links_max 2>/dev/null || echo 256)
+	ls_dir=$(flood_dir)
+	rm -f "$ls_dir/release"
+	ls_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
+	links_reset
+	dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
+	for src in $link_share_srcs; do
+		if ! ip addr add "$src/24" dev "$dev"; then
+			t_fail "A: cannot add $src to $dev"
+			t_end
+			return
+		fi
+		srcs+=("$src")
+	done
+	r=$(ls_sysctl_both links_max "$link_share_max")
+	ck "net.smr.links_max $link_share_max on both hosts" "$r" eq ok
+
+	# (a) uid 65534's quarter: 2 links, the third connect gets none
+	snap ls.a.pre
+	ls_pids=()
+	names=()
+	for i in 0 1; do
+		name=ls.user$((i + 1))
+		ls_hold -u 65534 "$name" "${srcs[$i]}" $((6601 + i)) rdma || break
+		ls_pids+=("$bg_pid")
+		names+=("$name")
+	done
+	snap ls.a.held
+	ck "(a) A's links of uid 65534 while its 2 connections are held" \
+		"$(ls_links_of_uid "$work/ls.a.held.a.links" 65534)" eq 2
+	if serve ls.user3 -p 6603 -n 1 -s "$link_share_bytes" -M tcp -T 120; then
+		client -u 65534 ls.user3 -a "$peer" -A "${srcs[2]}" -p 6603 -n 1 \
+			-s "$link_share_bytes" -M tcp -T 120
+		server_result ls.user3 60
+		pair_check ls.user3 1 "$link_share_bytes"
+	fi
+	snap ls.a.user3
+	mode_u3=$(ls_conn_field ls.user3 mode)
+	reason_u3=$(ls_conn_field ls.user3 reason)
+	ck "(a) uid 65534's third connection: mode" "$mode_u3" eq tcp
+	ck "(a) uid 65534's third connection: its reason (SMR_INFO)" "$reason_u3" eq link_failure
+	limit=$(delta ls.a.held ls.a.user3 a links_user_limit)
+	ck "(a) A's links_user_limit over the third connection" "$limit" eq 1
+	ck "(a) A's links_created over the third connection" \
+		"$(delta ls.a.held ls.a.user3 a links_created)" eq 0
+	# root is not bounded by the share: a 4th address, a new link
+	if ls_hold ls.root "${srcs[3]}" 6604 rdma; then
+		ls_pids+=("$bg_pid")
+		names+=(ls.root)
+	fi
+	snap ls.a.root
+	created=$(delta ls.a.user3 ls.a.root a links_created)
+	ck "(a) A's links_created over root's connection" "$created" eq 1
+	ck "(a) A's links of root" "$(ls_links_of_uid "$work/ls.a.root.a.links" 0)" eq 1
+	t_file "(a) A's links with the three held" "$work/ls.a.root.a.links"
+	ls_release "${names[@]}"
+	t_note "(a) links_max $link_share_max: uid 65534's third connection mode=${mode_u3:-?} reason=${reason_u3:-?}, A's links_user_limit +$limit; root's connection then: links_created +$created, mode $(ls_conn_field ls.root mode)"
+
+	# (b) the peers' half: B takes 4 of A's 5 addresses' links
+	snap ls.b.pre
+	names=()
+	for i in 0 1 2 3; do
+		name=ls.peer$((i + 1))
+		ls_hold "$name" "${srcs[$i]}" $((6611 + i)) rdma || break
+		ls_pids+=("$bg_pid")
+		names+=("$name")
+	done
+	snap ls.b.held
+	b_links=$(rdma_links_count "$work/ls.b.held.b.links")
+	ck "(b) B's links with 4 connections from 4 addresses held" "$b_links" eq 4
+	if serve ls.peer5 -p 6615 -n 1 -s "$link_share_bytes" -M tcp -T 120; then
+		client ls.peer5 -a "$peer" -A "${srcs[4]}" -p 6615 -n 1 \
+			-s "$link_share_bytes" -M tcp -T 120
+		server_result ls.peer5 60
+		pair_check ls.peer5 1 "$link_share_bytes"
+	fi
+	snap ls.b.peer5
+	ck "(b) the 5th address's connection: mode" "$(ls_conn_field ls.peer5 mode)" eq tcp
+	ck "(b) the 5th address's connection: reason (SMR_INFO)" "$(ls_conn_field ls.peer5 reason)" eq peer_declined
+	ck "(b) the 5th address's connection: peer_reason" "$(ls_conn_field ls.peer5 peer_reason)" eq link_failure
+	share=$(delta ls.b.held ls.b.peer5 b links_refused_share)
+	ck "(b) B's links_refused_share over the 5th connection" "$share" eq 1
+	ck "(b) B's links_created over the 5th connection" \
+		"$(delta ls.b.held ls.b.peer5 b links_created)" eq 0
+	refused=$(delta ls.b.pre ls.b.peer5 b links_refused)
+	b_pre=$(rdma_links_count "$work/ls.b.peer5.b.links")
+	ck "(b) B's links after the 5th connection" "$b_pre" eq 4
+	# B's own connects keep the other half: B -> A on a new link of B's
+	rm -f "$work/ls.back.ready"
+	"$stream" server -a "$self" -p 6620 -n 1 -s 1048576 -M rdma -T 120 \
+		-R "$work/ls.back.ready" >"$work/ls.back.server" 2>&1 &
+	spid=$!
+	if rdma_wait_file "$work/ls.back.ready" 30 "$spid"; then
+		b_call client ls.back -a "$self" -p 6620 -n 1 -s 1048576 -M rdma -T 120 \
+			>"$work/ls.back.client"
+		wait "$spid"
+		echo "rc=$?" >>"$work/ls.back.server"
+		cp "$work/ls.back.client" "$work/ls.back.server" "$out/conns/"
+		pair_check ls.back 1 1048576
+	else
+		t_fail "(b) A's server for B's connection did not listen"
+		kill "$spid" 2>/dev/null
+	fi
+	snap ls.b.back
+	ck "(b) B's links_created over its own connection" \
+		"$(delta ls.b.peer5 ls.b.back b links_created)" eq 1
+	ck "(b) B's mode_rdma over its own connection" \
+		"$(delta ls.b.peer5 ls.b.back b mode_rdma)" eq 1
+	t_file "(b) B's links with the 4 held and its own" "$work/ls.b.back.b.links"
+	ls_release "${names[@]}"
+	t_note "(b) B's links with 4 addresses' connections held: $b_links; the 5th: mode $(ls_conn_field ls.peer5 mode) reason $(ls_conn_field ls.peer5 reason)/$(ls_conn_field ls.peer5 peer_reason), B's links_refused_share +$share (links_refused +$refused); B's own connection to A then: mode $(ls_conn_field ls.back mode)"
+
+	r=$(ls_sysctl_both links_max "$max")
+	[ "$r" = ok ] || t_diag "links_max not restored: $r"
+	for src in "${srcs[@]}"; do
+		ip addr del "$src/24" dev "$dev"
+	done
 	t_end
 }
