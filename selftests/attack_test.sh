@@ -8,7 +8,8 @@
 # that never carries a connection idling out; link setups that fail on
 # either side (test hooks fault_link_*); a link that goes down between a
 # server's lookup and its attach; a peer whose module predates
-# LINK_REQUEST (mixed_version: the test module's fault_answer_old).
+# LINK_REQUEST (mixed_version: the test module's fault_answer_old); the
+# link table's shares (link_share: a user's quarter, the peers' half).
 # Two guests on the rdma bed
 # (selftests/rdma/bed.sh; selftests/rdma_test.sh documents the
 # environment, SMR_RDMA_VM_RUN included: another checkout's module), its
