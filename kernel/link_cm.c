@@ -704,7 +704,11 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 	    crypto_memneq(secret, link->secret, SMR_LINK_SECRET_LEN))
 		return -EPROTO;
 	mutex_lock(&link->setup_mutex);
-	if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
+	if (!link->granted && READ_ONCE(link->state) == SMR_LINK_CONNECTING &&
+	    smr_link_test_fault(SMR_LINK_FAULT_GRANT_UNUSED)) {
+		/* a client that asks for grants and never connects */
+		smr_link_fail(link, "test: grant left unused");
+	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
 		link->granted = true;
 		/* resolved before: the handler left the connect to us */
 		if (link->route_resolved && !link->qp) {

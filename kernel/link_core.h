@@ -184,6 +184,7 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_ACCEPT,	/* a passive link's accept fails, QP built */
 	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
+	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
 	SMR_LINK_FAULTS,
 };
 
