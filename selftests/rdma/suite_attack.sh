@@ -442,6 +442,34 @@ case_mixed_version() {
 	t_end
 }
 
+# addrs_add SRC...: A's addresses SRC (/24) on the device of its own; sets
+# addrs_dev and addrs. False (the case failed) if one cannot be added,
+# those added before it removed again.
+addrs_dev=
+addrs=()
+addrs_add() {
+	local src
+	addrs_dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
+	addrs=()
+	for src in "$@"; do
+		if ! ip addr add "$src/24" dev "$addrs_dev"; then
+			t_fail "A: cannot add $src to $addrs_dev"
+			addrs_del
+			return 1
+		fi
+		addrs+=("$src")
+	done
+}
+
+# addrs_del: the addresses addrs_add added are gone.
+addrs_del() {
+	local src
+	for src in "${addrs[@]}"; do
+		ip addr del "$src/24" dev "$addrs_dev"
+	done
+	addrs=()
+}
+
 # link_share: the shares of net.smr.links_max (link_share_max on both
 # hosts): a user's connects create at most a quarter of it, the peers'
 # links hold at most half of it. A's source addresses, the connections'
@@ -514,7 +542,7 @@ ls_idle=
 ls_pids=()
 
 case_link_share() {
-	local dev src srcs=() r i names=() name port spid
+	local srcs=() r i names=() name port spid
 	local limit mode_u3 reason_u3 created refused share b_links b_pre max
 	t_begin link_share
 	max=$(sysctl -n net.smr.links_max 2>/dev/null || echo 256)
@@ -522,15 +550,9 @@ case_link_share() {
 	rm -f "$ls_dir/release"
 	ls_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
 	links_reset
-	dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
-	for src in $link_share_srcs; do
-		if ! ip addr add "$src/24" dev "$dev"; then
-			t_fail "A: cannot add $src to $dev"
-			t_end
-			return
-		fi
-		srcs+=("$src")
-	done
+	# shellcheck disable=SC2086 # a list of addresses
+	addrs_add $link_share_srcs || { t_end; return; }
+	srcs=("${addrs[@]}")
 	r=$(ls_sysctl_both links_max "$link_share_max")
 	ck "net.smr.links_max $link_share_max on both hosts" "$r" eq ok
 
@@ -631,9 +653,7 @@ case_link_share() {
 
 	r=$(ls_sysctl_both links_max "$max")
 	[ "$r" = ok ] || t_diag "links_max not restored: $r"
-	for src in "${srcs[@]}"; do
-		ip addr del "$src/24" dev "$dev"
-	done
+	addrs_del
 	t_end
 }
 
@@ -661,22 +681,20 @@ ge_fill() {
 }
 
 case_grant_evict() {
-	local dev src srcs=() r i j n pids=() t0 t1 ms nfill bad=0
+	local srcs=() r i j n pids=() t0 t1 ms nfill bad=0
 	local granted evicted created mode reason
 	t_begin grant_evict
 	links_reset
-	dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
-	for src in $grant_evict_srcs; do
-		if ! ip addr add "$src/24" dev "$dev"; then
-			t_fail "A: cannot add $src to $dev"
-			t_end
-			return
-		fi
-		srcs+=("$src")
-	done
+	# shellcheck disable=SC2086 # a list of addresses
+	addrs_add $grant_evict_srcs || { t_end; return; }
+	srcs=("${addrs[@]}")
 	nfill=$((grant_evict_fillers * grant_evict_per))
-	serve ge.fill -p 6701 -n "$nfill" -s 4096 -M tcp -T 120 || { t_end; return; }
-	serve ge.new -p 6702 -n 1 -s 1048576 -T 120 || { t_end; return; }
+	if ! serve ge.fill -p 6701 -n "$nfill" -s 4096 -M tcp -T 120 ||
+	   ! serve ge.new -p 6702 -n 1 -s 1048576 -T 120; then
+		addrs_del
+		t_end
+		return
+	fi
 	r=$(fault_on a fault_link_grant_unused "$nfill")
 	ck "A: fault_link_grant_unused armed" "$r" eq "$nfill"
 	snap ge.pre
@@ -723,8 +741,6 @@ case_grant_evict() {
 	ck "A: links_failed over the 17th's connection" "$(delta ge.filled ge.post a links_failed)" eq 0
 	t_note "$nfill grants from $grant_evict_fillers addresses never connected (A's links_failed +$(delta ge.pre ge.filled a links_failed), B's links_granted +$(delta ge.pre ge.filled b links_granted)), then the 17th address, $ms ms after the fill began: mode ${mode:-?} reason ${reason:-?}; B's links_granted +$granted, links_grants_evicted +${evicted:-?}, links_created +$created"
 	links_reset
-	for src in "${srcs[@]}"; do
-		ip addr del "$src/24" dev "$dev"
-	done
+	addrs_del
 	t_end
 }
