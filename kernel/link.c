@@ -134,6 +134,10 @@ module_param_named(fault_link_find, smr_link_faults[SMR_LINK_FAULT_FIND],
 		   int, 0644);
 MODULE_PARM_DESC(fault_link_find,
 		 "test only: the next N links a PROPOSAL names go down between lookup and attach");
+module_param_named(fault_link_grant_unused,
+		   smr_link_faults[SMR_LINK_FAULT_GRANT_UNUSED], int, 0644);
+MODULE_PARM_DESC(fault_link_grant_unused,
+		 "test only: the next N links the peer granted fail without connecting (the peer keeps the grant until it expires)");
 
 /*
  * What a failing rdma_accept() does before it returns (cma_modify_qp_err()

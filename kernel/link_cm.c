@@ -44,6 +44,11 @@
  * hold exactly as well. The listener lives from
  * smr_link_init() to smr_link_exit().
  *
+ * Grants (link_core.h) are listed in the order they were made, so the
+ * list's head is the oldest: a full table drops it for a new grant once it
+ * is SMR_LINK_GRANT_MIN_AGE old (links_grants_evicted), a renewal extends
+ * a grant's lifetime in place, never its age.
+ *
  * Shares (link_core.h): the peers' links together hold at most half of
  * links_max, so no remote host, nor many of them, can take the places
  * this host's own connects need (a grant or request past it is refused,
@@ -87,6 +92,7 @@ struct smr_link_grant {
 	struct list_head	node;		/* on smr_link_grants, oldest first */
 	struct in6_addr		laddr;		/* ours, as the request must reach */
 	struct in6_addr		raddr;		/* the peer's, as it must come from */
+	unsigned long		made;		/* jiffies; renewals keep it */
 	unsigned long		expires;	/* jiffies */
 	u8			secret[SMR_LINK_SECRET_LEN];
 };
@@ -124,9 +130,15 @@ static bool smr_link_grant_match(const struct smr_link_grant *g,
  * connect a link from @raddr to @laddr with @secret (SMR_LINK_SECRET_LEN
  * bytes): record the grant its rdma_cm request must prove. A second
  * request for the same link (another connection waiting on it) renews the
- * first. 0, or -ENETUNREACH (links live in init_net only), -EBUSY (the
- * peer, or this host, has all the links or grants it may), -ENOMEM.
- * Process context.
+ * first's lifetime, not its age. A peer's grants past
+ * SMR_LINK_GRANTS_PER_PEER make room from its own oldest; a full table
+ * from the oldest of all, once that is SMR_LINK_GRANT_MIN_AGE old (its
+ * peer would have connected by then: links_grants_evicted), so that hosts
+ * that ask for grants and never connect cannot keep every other peer's
+ * new links out, short of making SMR_LINK_GRANTS_MAX grants every
+ * SMR_LINK_GRANT_MIN_AGE. 0, or -ENETUNREACH (links live in init_net
+ * only), -EBUSY (the peer, or this host, has all the links it may, or the
+ * table is full of younger grants), -ENOMEM. Process context.
  */
 int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		   const struct in6_addr *raddr, const u8 *secret)
@@ -134,6 +146,7 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	struct smr_link_grant *g, *tmp, *oldest = NULL;
 	enum smr_link_room room;
 	unsigned int of_peer = 0;
+	bool evicted = false;
 	int err = 0;
 
 	if (!net_eq(net, &init_net))
@@ -152,7 +165,8 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		return -ENOMEM;
 	g->laddr = *laddr;
 	g->raddr = *raddr;
-	g->expires = jiffies + SMR_LINK_GRANT_TIMEOUT;
+	g->made = jiffies;
+	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
 	memcpy(g->secret, secret, SMR_LINK_SECRET_LEN);
 
 	spin_lock_bh(&smr_link_grants_lock);
@@ -162,9 +176,11 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	oldest = NULL;
 	list_for_each_entry(tmp, &smr_link_grants, node) {
 		if (smr_link_grant_match(tmp, laddr, raddr, secret)) {
-			/* renewed: the newest again */
+			/*
+			 * renewed in place: its age, and so when it may be
+			 * evicted, stays that of its making
+			 */
 			tmp->expires = g->expires;
-			list_move_tail(&tmp->node, &smr_link_grants);
 			spin_unlock_bh(&smr_link_grants_lock);
 			kfree(g);
 			return 0;
@@ -175,6 +191,16 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	/* a peer's grants beyond its share make room from its own oldest */
 	if (of_peer >= SMR_LINK_GRANTS_PER_PEER)
 		smr_link_grant_del_locked(oldest);
+	/* a full table makes room from the oldest of all, if old enough */
+	if (smr_link_ngrants >= SMR_LINK_GRANTS_MAX) {
+		oldest = list_first_entry(&smr_link_grants,
+					  struct smr_link_grant, node);
+		if (time_after_eq(jiffies,
+				  oldest->made + SMR_LINK_GRANT_MIN_AGE)) {
+			smr_link_grant_del_locked(oldest);
+			evicted = true;
+		}
+	}
 	if (smr_link_ngrants < SMR_LINK_GRANTS_MAX) {
 		list_add_tail(&g->node, &smr_link_grants);
 		smr_link_ngrants++;
@@ -184,6 +210,8 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	}
 	spin_unlock_bh(&smr_link_grants_lock);
 	kfree(g);
+	if (evicted)
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTS_EVICTED);
 	if (!err)
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTED);
 	return err;
@@ -704,7 +732,11 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 	    crypto_memneq(secret, link->secret, SMR_LINK_SECRET_LEN))
 		return -EPROTO;
 	mutex_lock(&link->setup_mutex);
-	if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
+	if (!link->granted && READ_ONCE(link->state) == SMR_LINK_CONNECTING &&
+	    smr_link_test_fault(SMR_LINK_FAULT_GRANT_UNUSED)) {
+		/* a client that asks for grants and never connects */
+		smr_link_fail(link, "test: grant left unused");
+	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
 		link->granted = true;
 		/* resolved before: the handler left the connect to us */
 		if (link->route_resolved && !link->qp) {

@@ -60,8 +60,12 @@
  * What a host lets its peers build (link_cm.c). Every passive link needs a
  * grant this host made over an SMR handshake (smr_link_grant()); grants
  * live until their link's setup would have failed anyway, and are bounded
- * per peer address (its oldest goes first) and in all (a full table
- * refuses: that connection falls back to TCP). Links are bounded in all
+ * per peer address (its oldest goes first) and in all (a full table drops
+ * its oldest grant, if that is SMR_LINK_GRANT_MIN_AGE old: a peer that
+ * has not connected by then is not coming soon, while one that keeps the
+ * table full of grants younger than that must make SMR_LINK_GRANTS_MAX of
+ * them every SMR_LINK_GRANT_MIN_AGE; a table of younger ones refuses, and
+ * that connection falls back to TCP). Links are bounded in all
  * (both sides: each pins about 300 KB of kernel memory; net.smr.links_max)
  * and, for passive ones, per peer address and together (the peers' share:
  * they never take the places this host's own connects need); ours, by the
@@ -72,6 +76,7 @@
 #define SMR_LINK_GRANT_TIMEOUT		SMR_LINK_SETUP_TIMEOUT
 #define SMR_LINK_GRANTS_PER_PEER	4
 #define SMR_LINK_GRANTS_MAX		64
+#define SMR_LINK_GRANT_MIN_AGE		HZ	/* evictable from then on */
 #define SMR_LINKS_PER_PEER		8
 #define SMR_LINKS_PASSIVE_SHARE		2	/* peers': links_max / 2 */
 #define SMR_LINKS_USER_SHARE		4	/* one user's: links_max / 4 */
@@ -184,6 +189,7 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_ACCEPT,	/* a passive link's accept fails, QP built */
 	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
+	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
 	SMR_LINK_FAULTS,
 };
 

@@ -47,7 +47,7 @@ suite_tests=(
 	"flood_listener_share|forged SYNs at B's listener X (backlog 4096): X holds at most an eighth of B's answer share; listener Y (backlog 128) keeps negotiating, its connections during the flood in mode rdma"
 	"flood_memcg|forged SYNs at a listener in a memory cgroup of its own on B: its records are charged to that cgroup (made in softirq), the charge goes with them"
 	"flood_syn_sent_user|uid 65534 opens share + 1000 SMR connects nobody answers: it holds its share of A's records and no more, its own connection falls back with negot_limit, root's run in mode rdma"
-	"flood_netns_isolation|70000 forged offers fill a namespace on B: it holds its own share only, B's initial namespace refuses nothing and its connections run in mode rdma"
+	"flood_netns_isolation|70000 forged offers at 9 listeners fill a namespace on B: it fills its own answer share and holds no more than it (plus each listener's floor), B's initial namespace refuses nothing and its connections run in mode rdma"
 )
 
 bed_name=negot
@@ -1190,6 +1190,12 @@ FLOOD_BLACKHOLE_PEER=10.201.0.2
 # B's namespace filled with forged offers, and its listener.
 FLOOD_NS=smrnegfill
 FLOOD_NS_ADDR=10.202.0.1
+# listeners the namespace's flood spreads over: one listener holds at most
+# an eighth of the answer share (SMR_NEGOT_LISTENER_DIV), so nine fill it
+# and the namespace's bound, not a listener's, is the one that stops them
+FLOOD_NS_LISTENERS=9
+# records a listener makes with the share used up (SMR_NEGOT_LISTENER_FLOOR)
+NEGOT_LISTENER_FLOOR=32
 
 # negot_max: net.smr.negotiation_records_max (the default where the module
 # has no such sysctl: a module without the bounds).
@@ -1591,12 +1597,14 @@ case_flood_syn_sent_user() {
 	t_end
 }
 
-# B: namespace FLOOD_NS with an SMR listener on FLOOD_NS_ADDR:PORT (backlog
-# big enough that TCP keeps a request sock for every SYN), flooded with N
-# forged offers from inside (raw socket to its own address; SYN-ACKs go to
-# a dummy device). Prints the flood's line, then the namespace's counters.
+# B: namespace FLOOD_NS with FLOOD_NS_LISTENERS SMR listeners on
+# FLOOD_NS_ADDR, ports PORT.. (backlogs and SYN queue big enough that TCP
+# keeps a request sock for every SYN, so only SMR's own bounds limit the
+# records), each flooded with its part of N forged offers from inside (raw
+# socket to its own address; SYN-ACKs go to a dummy device). Prints the
+# floods' lines, then the namespace's counters.
 b_ns_fill() {
-	local n=$1 port=$2 ns=$FLOOD_NS
+	local n=$1 port=$2 ns=$FLOOD_NS i
 	ip netns add $ns || return
 	ip -n $ns link set lo up
 	ip -n $ns link add d0 type dummy
@@ -1604,16 +1612,23 @@ b_ns_fill() {
 	ip -n $ns addr add "$FLOOD_NS_ADDR/24" dev d0
 	ip -n $ns route add "$FLOOD_SPOOF_NET" dev d0
 	ip netns exec $ns sysctl -qw net.core.somaxconn=262144
+	ip netns exec $ns sysctl -qw net.ipv4.tcp_max_syn_backlog=262144
 	# request socks outlive the case (SYN-ACKs retried for minutes)
 	ip netns exec $ns sysctl -qw net.ipv4.tcp_synack_retries=7
-	start_detached ns_srv ip netns exec $ns "$probe" server -a "$FLOOD_NS_ADDR" \
-		-p "$port" -B 262144 -n 1 -T 900 -R "$work/ns_srv.ready"
-	if ! wait_detached ns_srv "$work/ns_srv.ready" 30; then
-		echo "fail: the namespace's server did not start: $(cat "$work/ns_srv.err" 2>/dev/null)"
-		return
-	fi
-	ip netns exec $ns "$NEGOT_BIN/negot_flood" syn -a "$FLOOD_NS_ADDR" -p "$port" \
-		-n "$n" -S "$FLOOD_SPOOF_NET" 2>&1
+	for ((i = 0; i < FLOOD_NS_LISTENERS; i++)); do
+		start_detached ns_srv$i ip netns exec $ns "$probe" server \
+			-a "$FLOOD_NS_ADDR" -p $((port + i)) -B 262144 -n 1 \
+			-T 900 -R "$work/ns_srv$i.ready"
+		if ! wait_detached ns_srv$i "$work/ns_srv$i.ready" 30; then
+			echo "fail: the namespace's server $i did not start: $(cat "$work/ns_srv$i.err" 2>/dev/null)"
+			return
+		fi
+	done
+	for ((i = 0; i < FLOOD_NS_LISTENERS; i++)); do
+		ip netns exec $ns "$NEGOT_BIN/negot_flood" syn -a "$FLOOD_NS_ADDR" \
+			-p $((port + i)) -n $((n / FLOOD_NS_LISTENERS)) \
+			-S "$FLOOD_SPOOF_NET" 2>&1
+	done
 	sleep 2
 	ip netns exec $ns cat /proc/net/smr/stats
 }
@@ -1625,7 +1640,10 @@ b_ns_stats() {
 # ns_clean: the namespace goes (its exit, a little later, frees its
 # records); "ok".
 b_ns_clean() {
-	stop_detached ns_srv
+	local i
+	for ((i = 0; i < FLOOD_NS_LISTENERS; i++)); do
+		stop_detached ns_srv$i
+	done
 	ip netns del $FLOOD_NS 2>&1 && echo ok
 }
 
@@ -1633,7 +1651,7 @@ b_ns_clean() {
 # host's table held before the bounds) leaves B's initial namespace alone:
 # connections there run in mode rdma and B refuses none of their offers.
 case_flood_netns_isolation() {
-	local n=70000 max pool r rec ref s_before s_during s_after i
+	local n=70000 max pool r rec ref s_before s_during s_after i sent extra
 	t_begin flood_netns_isolation
 	max=$(negot_max)
 	pool=$((max / 2))
@@ -1645,12 +1663,18 @@ case_flood_netns_isolation() {
 	s_before=$(slab_kb b)
 	b_call ns_fill $n 7777 >"$work/iso.fill"
 	t_file "B's namespace after the fill" "$work/iso.fill" 60
-	ck "forged SYNs sent inside B's namespace" \
-		"$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/iso.fill")" eq $n
+	sent=$(sed -n 's/^syn sent=\([0-9]*\) .*/\1/p' "$work/iso.fill" |
+		awk '{ t += $1 } END { print t + 0 }')
+	ck "forged SYNs sent inside B's namespace, to $FLOOD_NS_LISTENERS listeners" \
+		"$sent" eq $((n / FLOOD_NS_LISTENERS * FLOOD_NS_LISTENERS))
 	rec=$(rdma_kv "$work/iso.fill" negotiation_records)
 	ref=$(rdma_kv "$work/iso.fill" negotiation_refused_listen)
-	ck "B's namespace: negotiation records (at most its answer share, $max / 2)" "$rec" le $pool
-	ck "B's namespace: offers refused a record" "$ref" ge $((n - pool - 16))
+	# the share filled (listeners' own bounds add up to more), and beyond
+	# it each listener made at most its floor
+	extra=$((FLOOD_NS_LISTENERS * NEGOT_LISTENER_FLOOR))
+	ck "B's namespace: negotiation records (its answer share, $max / 2, filled)" "$rec" ge $pool
+	ck "B's namespace: negotiation records (at most the share and each listener's floor)" "$rec" le $((pool + extra))
+	ck "B's namespace: offers refused a record" "$ref" ge $((sent - pool - extra))
 	snap_stats iso.full
 	s_during=$(slab_kb b)
 	pair iso 6501 "-n 4 -s $c2s -r $s2c" "-a $peer -n 4 -s $c2s -r $s2c"
@@ -1672,6 +1696,6 @@ case_flood_netns_isolation() {
 		[[ $s_after =~ ^[0-9]+$ ]] && [ "$s_after" -le $((s_before + 4096)) ] && break
 	done
 	snap_stats iso.after
-	t_note "B's namespace took $n forged offers: it held ${rec:-?} records (its share $pool), refused ${ref:-?}; 4 connections in B's initial namespace meanwhile in mode rdma, none of their offers refused; B Slab before/full/$((2 * i + 2)) s after deleting the namespace $s_before/$s_during/$s_after kB"
+	t_note "B's namespace took $sent forged offers at $FLOOD_NS_LISTENERS listeners: it held ${rec:-?} records (its share $pool), refused ${ref:-?}; 4 connections in B's initial namespace meanwhile in mode rdma, none of their offers refused; B Slab before/full/$((2 * i + 2)) s after deleting the namespace $s_before/$s_during/$s_after kB"
 	t_end
 }

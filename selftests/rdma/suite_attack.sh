@@ -18,6 +18,7 @@ suite_tests=(
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
+	"grant_evict|a host that asks for grants and never connects cannot keep other peers' new links out: A's test module (fault_link_grant_unused) makes its next 64 links fail right after B granted them, never connecting rdma_cm, so B keeps each grant until it expires; from 16 of A's addresses (192.0.2.41-56) 4 connections each, in turn per address and the addresses at once, fill B's 64 grants (each falls back to TCP intact, B's links_granted +64); then a connection from a 17th address (192.0.2.57) without the fault runs in mode rdma, intact, on a new link: B evicted its oldest grant for it (links_grants_evicted +1, links_granted +1, links_created +1), all within the grants' 10 s lifetime"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -441,6 +442,34 @@ case_mixed_version() {
 	t_end
 }
 
+# addrs_add SRC...: A's addresses SRC (/24) on the device of its own; sets
+# addrs_dev and addrs. False (the case failed) if one cannot be added,
+# those added before it removed again.
+addrs_dev=
+addrs=()
+addrs_add() {
+	local src
+	addrs_dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
+	addrs=()
+	for src in "$@"; do
+		if ! ip addr add "$src/24" dev "$addrs_dev"; then
+			t_fail "A: cannot add $src to $addrs_dev"
+			addrs_del
+			return 1
+		fi
+		addrs+=("$src")
+	done
+}
+
+# addrs_del: the addresses addrs_add added are gone.
+addrs_del() {
+	local src
+	for src in "${addrs[@]}"; do
+		ip addr del "$src/24" dev "$addrs_dev"
+	done
+	addrs=()
+}
+
 # link_share: the shares of net.smr.links_max (link_share_max on both
 # hosts): a user's connects create at most a quarter of it, the peers'
 # links hold at most half of it. A's source addresses, the connections'
@@ -513,7 +542,7 @@ ls_idle=
 ls_pids=()
 
 case_link_share() {
-	local dev src srcs=() r i names=() name port spid
+	local srcs=() r i names=() name port spid
 	local limit mode_u3 reason_u3 created refused share b_links b_pre max
 	t_begin link_share
 	max=$(sysctl -n net.smr.links_max 2>/dev/null || echo 256)
@@ -521,15 +550,9 @@ case_link_share() {
 	rm -f "$ls_dir/release"
 	ls_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
 	links_reset
-	dev=$(ip -o -4 addr show | awk -v a="$self" '$4 ~ "^" a "/" { print $2; exit }')
-	for src in $link_share_srcs; do
-		if ! ip addr add "$src/24" dev "$dev"; then
-			t_fail "A: cannot add $src to $dev"
-			t_end
-			return
-		fi
-		srcs+=("$src")
-	done
+	# shellcheck disable=SC2086 # a list of addresses
+	addrs_add $link_share_srcs || { t_end; return; }
+	srcs=("${addrs[@]}")
 	r=$(ls_sysctl_both links_max "$link_share_max")
 	ck "net.smr.links_max $link_share_max on both hosts" "$r" eq ok
 
@@ -630,8 +653,94 @@ case_link_share() {
 
 	r=$(ls_sysctl_both links_max "$max")
 	[ "$r" = ok ] || t_diag "links_max not restored: $r"
-	for src in "${srcs[@]}"; do
-		ip addr del "$src/24" dev "$dev"
+	addrs_del
+	t_end
+}
+
+# grant_evict: the grant table under a host that asks for grants and never
+# connects (issue 10). grant_evict_srcs are A's addresses: the first
+# grant_evict_fillers fill B's table, grant_evict_per link grants each
+# (SMR_LINK_GRANTS_PER_PEER x grant_evict_fillers = SMR_LINK_GRANTS_MAX),
+# the last asks for one more without the fault. All of it must happen
+# within the grants' lifetime (SMR_LINK_GRANT_TIMEOUT, 10 s), or the first
+# ones expire and make room by themselves: grant_evict_max_ms bounds it.
+grant_evict_srcs="$(seq -f '192.0.2.%g' 41 57 | tr '\n' ' ')"
+grant_evict_fillers=16
+grant_evict_per=4
+grant_evict_max_ms=9000
+
+# ge_fill SRC I: grant_evict_per connections from A's address SRC to B's
+# ge.fill server, one after another (each asks for a new link: the last
+# one's failed), each falling back to TCP.
+ge_fill() {
+	local j
+	for ((j = 1; j <= grant_evict_per; j++)); do
+		client_run "ge.fill.$2.$j" -a "$peer" -A "$1" -p 6701 -n 1 \
+			-s 4096 -M tcp -T 60
 	done
+}
+
+case_grant_evict() {
+	local srcs=() r i j n pids=() t0 t1 ms nfill bad=0
+	local granted evicted created mode reason
+	t_begin grant_evict
+	links_reset
+	# shellcheck disable=SC2086 # a list of addresses
+	addrs_add $grant_evict_srcs || { t_end; return; }
+	srcs=("${addrs[@]}")
+	nfill=$((grant_evict_fillers * grant_evict_per))
+	if ! serve ge.fill -p 6701 -n "$nfill" -s 4096 -M tcp -T 120 ||
+	   ! serve ge.new -p 6702 -n 1 -s 1048576 -T 120; then
+		addrs_del
+		t_end
+		return
+	fi
+	r=$(fault_on a fault_link_grant_unused "$nfill")
+	ck "A: fault_link_grant_unused armed" "$r" eq "$nfill"
+	snap ge.pre
+	t0=$(date +%s%N)
+	for ((i = 0; i < grant_evict_fillers; i++)); do
+		ge_fill "${srcs[$i]}" "$i" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	snap ge.filled
+	# the 17th address, no fault left: a new link, granted in a full table
+	client ge.new -a "$peer" -A "${srcs[$grant_evict_fillers]}" -p 6702 \
+		-n 1 -s 1048576 -T 120
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	server_result ge.fill 60
+	server_result ge.new 60
+	snap ge.post
+	for ((i = 0; i < grant_evict_fillers; i++)); do
+		for ((j = 1; j <= grant_evict_per; j++)); do
+			client_keep "ge.fill.$i.$j"
+			grep -q '^rc=0$' "$work/ge.fill.$i.$j.client" || bad=$((bad + 1))
+		done
+	done
+	ck "A: fillers' connections not ok (each must fall back intact)" "$bad" eq 0
+	n=$(awk '/^summary / { for (i = 1; i <= NF; i++) if ($i ~ /^ok=/) print substr($i, 4) }' "$work/ge.fill.server")
+	ck "B: the fillers' connections its server saw intact" "${n:-0}" eq "$nfill"
+	ck "A: fault_link_grant_unused once every filler ran" "$(fault_on a fault_link_grant_unused)" eq 0
+	ck "A: links_failed over the fill (every link, granted, never connected)" \
+		"$(delta ge.pre ge.filled a links_failed)" eq "$nfill"
+	ck "B: links_granted over the fill" "$(delta ge.pre ge.filled b links_granted)" eq "$nfill"
+	ck "B: links_created over the fill" "$(delta ge.pre ge.filled b links_created)" eq 0
+	ck "fill and the 17th connection within the grants' lifetime (ms)" "$ms" le "$grant_evict_max_ms"
+	pair_check ge.new 1 1048576
+	mode=$(ls_conn_field ge.new mode)
+	reason=$(ls_conn_field ge.new reason)
+	ck "the 17th address's connection: mode" "$mode" eq rdma
+	granted=$(delta ge.filled ge.post b links_granted)
+	evicted=$(delta ge.filled ge.post b links_grants_evicted)
+	created=$(delta ge.filled ge.post b links_created)
+	ck "B: links_granted over the 17th's connection" "$granted" eq 1
+	ck "B: links_grants_evicted over the 17th's connection" "$evicted" eq 1
+	ck "B: links_created over the 17th's connection" "$created" eq 1
+	ck "A: links_failed over the 17th's connection" "$(delta ge.filled ge.post a links_failed)" eq 0
+	t_note "$nfill grants from $grant_evict_fillers addresses never connected (A's links_failed +$(delta ge.pre ge.filled a links_failed), B's links_granted +$(delta ge.pre ge.filled b links_granted)), then the 17th address, $ms ms after the fill began: mode ${mode:-?} reason ${reason:-?}; B's links_granted +$granted, links_grants_evicted +${evicted:-?}, links_created +$created"
+	links_reset
+	addrs_del
 	t_end
 }
