@@ -424,14 +424,22 @@ static int connect_af(META, const SELF *self, int af,
 	return fd;
 }
 
+/* accept() on @l that must succeed: the accepted socket. */
+static int accept_ok(META, int l)
+{
+	int fd = xaccept(l, 0);
+
+	ASSERT_LE(0, fd) TH_LOG("accept: %s", strerror(-fd));
+	return fd;
+}
+
 static void make_pair(META, const SELF *self, int *cli, int *srv)
 {
 	struct sockaddr_storage la;
 	int l = listener_af(_metadata, self, self->af, 8, &la);
 
 	*cli = connect_af(_metadata, self, self->af, &la, SOCK_STREAM);
-	*srv = xaccept(l, 0);
-	ASSERT_LE(0, *srv) TH_LOG("accept: %s", strerror(-*srv));
+	*srv = accept_ok(_metadata, l);
 	close(l);
 }
 
@@ -441,6 +449,7 @@ static void make_pair(META, const SELF *self, int *cli, int *srv)
 #define CONNECT(la)		connect_af(_metadata, self, self->af, la, SOCK_STREAM)
 #define PAIR(cli, srv)		make_pair(_metadata, self, cli, srv)
 #define NEW_SOCK(type)		new_sock(_metadata, self, self->af, type)
+#define ACCEPT(l)		accept_ok(_metadata, l)
 
 /*
  * A listener @l with a 4 KiB receive buffer, a client with a 4 KiB send
@@ -454,8 +463,7 @@ static void small_buf_pair(META, const SELF *self, int l,
 	*cli = new_sock(_metadata, self, self->af, SOCK_STREAM);
 	ASSERT_EQ(0, xsetint(*cli, SOL_SOCKET, SO_SNDBUF, 4096));
 	ASSERT_EQ(0, xconnect(*cli, la, af_len(self->af)));
-	*srv = xaccept(l, 0);
-	ASSERT_LE(0, *srv);
+	*srv = accept_ok(_metadata, l);
 }
 
 #define SMALL_BUF_PAIR(l, la, cli, srv)	small_buf_pair(_metadata, self, l, la, cli, srv)
@@ -531,6 +539,29 @@ static ssize_t recv_upto(int fd, void *buf, size_t len, int timeout_ms)
 	}
 	return got;
 }
+
+/* The short string @s crosses from @from to @to: one send, the same bytes. */
+static void send_expect(META, int from, int to, const char *s)
+{
+	size_t n = strlen(s);
+	char buf[16];
+
+	ASSERT_GE(sizeof(buf), n);
+	ASSERT_EQ(n, xsend(from, s, n, 0));
+	ASSERT_EQ(n, recv_upto(to, buf, n, SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, s, n)) TH_LOG("got \"%.*s\"", (int)n, buf);
+}
+
+/* @len bytes of @data go from @from to @to, read into @buf. */
+static void carry(META, int from, int to, const void *data, void *buf,
+		  size_t len)
+{
+	ASSERT_EQ(0, send_all(from, data, len));
+	ASSERT_EQ(len, recv_upto(to, buf, len, SOON_MS));
+}
+
+#define SEND_EXPECT(from, to, s)	send_expect(_metadata, from, to, s)
+#define CARRY(from, to, data, buf, len)	carry(_metadata, from, to, data, buf, len)
 
 /*
  * Current mask, asked through epoll and through poll: both must agree. The
@@ -871,8 +902,7 @@ TEST_F(smr_api, bind_reuseaddr_time_wait)
 
 	l = LISTENER_PREP(4, &la, reuseaddr_on);
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	close(l);
 	close(srv);			/* active close: server side waits */
 	ASSERT_EQ(0, recv_upto(cli, &c, 1, SOON_MS));
@@ -893,11 +923,8 @@ TEST_F(smr_api, bind_reuseaddr_time_wait)
 	ASSERT_EQ(0, xbind(fd2, &la, af_len(self->af)));
 	ASSERT_EQ(0, xlisten(fd2, 4));
 	c2 = CONNECT(&la);
-	s2 = xaccept(fd2, 0);
-	ASSERT_LE(0, s2);
-	ASSERT_EQ(1, xsend(c2, "r", 1, 0));
-	ASSERT_EQ(1, recv_upto(s2, &c, 1, SOON_MS));
-	EXPECT_EQ('r', c);
+	s2 = ACCEPT(fd2);
+	SEND_EXPECT(c2, s2, "r");
 }
 
 /*
@@ -914,8 +941,7 @@ TEST_F(smr_api, accept_inherits_sockopts)
 	socklen_t len;
 
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_REUSEADDR, &v));
 	EXPECT_EQ(1, v);
 	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_KEEPALIVE, &v));
@@ -1103,7 +1129,7 @@ TEST_F(smr_api, listen_backlog)
 {
 	struct sockaddr_storage la;
 	int l = LISTENER(1, &la);
-	int c1, c2, c3, s;
+	int c1, c2, c3;
 	struct tcp_info ti;
 
 	ASSERT_EQ(0, tcp_info_get(l, &ti));
@@ -1125,8 +1151,7 @@ TEST_F(smr_api, listen_backlog)
 	EXPECT_EQ(2, ti.tcpi_unacked);
 	ASSERT_MASK(0, mask_now(_metadata, c3));
 
-	s = xaccept(l, 0);
-	ASSERT_LE(0, s);
+	ACCEPT(l);
 	/* The retransmitted SYN (after ~1 s) now fits. */
 	ASSERT_MASK(M_OUT, mask_wait(_metadata, c3, EPOLLOUT, SOON_MS));
 	EXPECT_EQ(0, xgetint(c3, SOL_SOCKET, SO_ERROR, &(int){0}));
@@ -1220,7 +1245,7 @@ TEST_F(smr_api, accept_nonblock)
 {
 	struct sockaddr_storage la;
 	int l = LISTENER(4, &la);
-	int cli, srv;
+	int cli;
 
 	EXPECT_EQ(-EAGAIN, xaccept_nb(l));
 	set_nonblock(l, true);
@@ -1228,8 +1253,7 @@ TEST_F(smr_api, accept_nonblock)
 	ASSERT_MASK(0, mask_now(_metadata, l));
 	cli = CONNECT(&la);
 	ASSERT_MASK(M_IN, mask_wait(_metadata, l, EPOLLIN, SOON_MS));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	ACCEPT(l);
 	EXPECT_EQ(-EAGAIN, xaccept(l, 0));
 	ASSERT_MASK(0, mask_now(_metadata, l));
 	close(cli);
@@ -1376,19 +1400,13 @@ TEST_F(smr_api, connect_blocking)
 	int l = LISTENER(4, &la);
 	int cli = NEW_SOCK(SOCK_STREAM), srv;
 	struct tcp_info ti;
-	char buf[16];
 
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
 	ASSERT_EQ(0, tcp_info_get(cli, &ti));
 	EXPECT_EQ(ST_ESTABLISHED, ti.tcpi_state);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
-	ASSERT_EQ(5, xsend(cli, "hello", 5, 0));
-	ASSERT_EQ(5, recv_upto(srv, buf, 5, SOON_MS));
-	EXPECT_EQ(0, memcmp(buf, "hello", 5));
-	ASSERT_EQ(3, xsend(srv, "bye", 3, 0));
-	ASSERT_EQ(3, recv_upto(cli, buf, 3, SOON_MS));
-	EXPECT_EQ(0, memcmp(buf, "bye", 3));
+	srv = ACCEPT(l);
+	SEND_EXPECT(cli, srv, "hello");
+	SEND_EXPECT(srv, cli, "bye");
 }
 
 /* A port that is bound but not listening: SYNs there get RST. */
@@ -1435,8 +1453,7 @@ TEST_F(smr_api, connect_nonblock)
 	/* The first connect() after completion reports it: 0, then EISCONN. */
 	EXPECT_EQ(0, xconnect(fd, &la, af_len(self->af)));
 	EXPECT_EQ(-EISCONN, xconnect(fd, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(2, xsend(fd, "nb", 2, 0));
 	EXPECT_EQ(2, recv_upto(srv, (char[2]){0}, 2, SOON_MS));
 }
@@ -1486,8 +1503,7 @@ TEST_F(smr_api, connect_unspec)
 	int cli = CONNECT(&la), srv, srv2, err;
 	char c;
 
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(0, xconnect(cli, &unspec, sizeof(sa_family_t)));
 	/* The disconnecting side reports the reset it sent, once. */
 	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_OUT, mask_now(_metadata, cli));
@@ -1500,11 +1516,8 @@ TEST_F(smr_api, connect_unspec)
 	EXPECT_EQ(-1, getpeername(cli, SA(&unspec), &(socklen_t){ sizeof(unspec) }));
 	EXPECT_EQ(ENOTCONN, errno);
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv2 = xaccept(l, 0);
-	ASSERT_LE(0, srv2);
-	ASSERT_EQ(1, xsend(cli, "u", 1, 0));
-	EXPECT_EQ(1, recv_upto(srv2, &c, 1, SOON_MS));
-	EXPECT_EQ('u', c);
+	srv2 = ACCEPT(l);
+	SEND_EXPECT(cli, srv2, "u");
 }
 
 /*
@@ -2158,9 +2171,7 @@ TEST_F(smr_api, shutdown_wr)
 	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
 	EXPECT_EQ(0, recv_upto(srv, buf, 1, SOON_MS));
 	/* Half-closed: the other direction carries on. */
-	ASSERT_EQ(4, xsend(srv, "pong", 4, 0));
-	ASSERT_EQ(4, recv_upto(cli, buf, 4, SOON_MS));
-	EXPECT_EQ(0, memcmp(buf, "pong", 4));
+	SEND_EXPECT(srv, cli, "pong");
 	ASSERT_EQ(0, xshutdown(srv, SHUT_WR));
 	EXPECT_EQ(0, recv_upto(cli, buf, 1, SOON_MS));
 	EXPECT_EQ(-EPIPE, xsend(srv, "x", 1, 0));
@@ -2506,8 +2517,7 @@ TEST_F(smr_api, opt_bufsizes)
 	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVBUF, 20000));
 	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_SNDBUF, 30000));
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	EXPECT_EQ(40000, GETINT(srv, SOL_SOCKET, SO_RCVBUF));
 	EXPECT_EQ(60000, GETINT(srv, SOL_SOCKET, SO_SNDBUF));
 	close(cli);
@@ -2680,11 +2690,9 @@ TEST_F(smr_api, opt_tcp_info)
 	EXPECT_EQ(ST_LISTEN, ti.tcpi_state);
 
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	smr_pattern_fill(data, sizeof(data), 1, 0);
-	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
-	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	CARRY(cli, srv, data, buf, sizeof(buf));
 
 	/* The reply length is the kernel's struct size, as for plain TCP. */
 	ref = socket(self->af, SOCK_STREAM, IPPROTO_TCP);
@@ -2759,8 +2767,7 @@ TEST_F(smr_api, opt_misc)
 
 	l = LISTENER(4, &la);
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 
 	EXPECT_EQ(SOCK_STREAM, GETINT(fd, SOL_SOCKET, SO_TYPE));
 	EXPECT_EQ(SOCK_STREAM, GETINT(l, SOL_SOCKET, SO_TYPE));
@@ -3165,13 +3172,10 @@ TEST_F(smr_api, smr_info)
 	EXPECT_EQ(SMR_INFO_VERSION, info.version);
 
 	cli = CONNECT(&la);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	smr_pattern_fill(data, sizeof(data), 4, 0);
-	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
-	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
-	ASSERT_EQ(0, send_all(srv, data, 1234));
-	ASSERT_EQ(1234, recv_upto(cli, buf, 1234, SOON_MS));
+	CARRY(cli, srv, data, buf, sizeof(buf));
+	CARRY(srv, cli, data, buf, 1234);
 
 	len = sizeof(info);
 	ASSERT_EQ(0, smr_info_get(cli, &info, &len));
@@ -3270,8 +3274,7 @@ TEST_F(smr_api, smr_info_buffers)
 	cli = NEW_SOCK(SOCK_STREAM);
 	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 8192));
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(1, xsend(cli, "x", 1, 0));
 	ASSERT_EQ(1, recv_upto(srv, &(char){0}, 1, SOON_MS));
 	len = sizeof(ci);
@@ -3350,8 +3353,7 @@ TEST_F(smr_api, smr_sndbuf_grows)
 	if (self->smr)
 		ASSERT_EQ(0, write_text(tcp_wmem, saved));
 	ASSERT_EQ(0, rc_c);
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 
 	/* small writes never fill the ring */
 	smr_pattern_fill(small, sizeof(small), 3, 0);
@@ -3391,8 +3393,7 @@ TEST_F(smr_api, smr_sndbuf_grows)
 	cli = NEW_SOCK(SOCK_STREAM);
 	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, 32768));
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(0, pump_checked(_metadata, cli, srv, 2 << 20, 65536, 8));
 	if (self->smr) {
 		len = sizeof(ci);
@@ -3787,11 +3788,9 @@ TEST_F(smr_api, smr_stats)
 		EXPECT_EQ(s0[ST_ACTIVE] + 2, s1[ST_ACTIVE]);
 	}
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	smr_pattern_fill(data, sizeof(data), 6, 0);
-	ASSERT_EQ(0, send_all(cli, data, sizeof(data)));
-	ASSERT_EQ(sizeof(buf), recv_upto(srv, buf, sizeof(buf), SOON_MS));
+	CARRY(cli, srv, data, buf, sizeof(buf));
 	stats_snap(_metadata, s1);
 	if (self->smr) {
 		EXPECT_EQ(s0[ST_CONNECTS] + 1, s1[ST_CONNECTS]);
@@ -3920,8 +3919,7 @@ TEST_F(smr_api, buffers_uncharged_from_charged_uid)
 		race.stop = true;
 		pthread_join(th, NULL);
 		rounds += race.turns > 0;
-		srv = xaccept(l, 0);
-		ASSERT_LE(0, srv);
+		srv = ACCEPT(l);
 		ASSERT_EQ(2, xsend(race.fd, "rc", 2, 0));
 		ASSERT_EQ(2, recv_upto(srv, buf, 2, SOON_MS));
 		close(race.fd);
@@ -3945,8 +3943,7 @@ TEST_F(smr_api, buffers_uncharged_from_charged_uid)
 	cli = NEW_SOCK(SOCK_STREAM);
 	EXPECT_EQ(0, fchown(cli, 65534, 65534));
 	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
-	srv = xaccept(l, 0);
-	ASSERT_LE(0, srv);
+	srv = ACCEPT(l);
 	ASSERT_EQ(2, xsend(cli, "be", 2, 0));
 	ASSERT_EQ(2, recv_upto(srv, buf, 2, SOON_MS));
 	if (self->smr)
