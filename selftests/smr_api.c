@@ -621,6 +621,15 @@ static unsigned int mask_wait(META, int fd, unsigned int want, int timeout_ms)
 		smr_mask_str(__s, __sb, sizeof(__sb)));			\
 } while (0)
 
+/* @len bytes of @data go in one send from @from; @to has them to read. */
+static void send_arrive(META, int from, int to, const void *data, size_t len)
+{
+	ASSERT_EQ(len, xsend(from, data, len, 0));
+	mask_wait(_metadata, to, EPOLLIN, SOON_MS);
+}
+
+#define SEND_ARRIVE(from, to, data, len) send_arrive(_metadata, from, to, data, len)
+
 static int tcp_info_get(int fd, struct tcp_info *ti)
 {
 	socklen_t len = sizeof(*ti);
@@ -656,32 +665,41 @@ static unsigned long long tcp_payload(int fd, unsigned long long n)
 	return info.mode == SMR_MODE_RDMA ? 0 : n;
 }
 
-/* Wait until a listener's accept queue (TCP_INFO tcpi_unacked) holds @n. */
-static bool wait_acceptq(int l, unsigned int n)
+static unsigned int ti_unacked(const struct tcp_info *ti)
+{
+	return ti->tcpi_unacked;
+}
+
+static unsigned int ti_state(const struct tcp_info *ti)
+{
+	return ti->tcpi_state;
+}
+
+/* Wait (SOON_MS at most) until @field of @fd's TCP_INFO is @want. */
+static bool wait_tcp_info(int fd, unsigned int (*field)(const struct tcp_info *),
+			  unsigned int want)
 {
 	long long deadline = smr_now_ms() + SOON_MS;
 	struct tcp_info ti;
 
 	do {
-		if (tcp_info_get(l, &ti) == 0 && ti.tcpi_unacked == n)
+		if (tcp_info_get(fd, &ti) == 0 && field(&ti) == want)
 			return true;
 		usleep(2000);
 	} while (smr_now_ms() < deadline);
 	return false;
 }
 
+/* Wait until a listener's accept queue (TCP_INFO tcpi_unacked) holds @n. */
+static bool wait_acceptq(int l, unsigned int n)
+{
+	return wait_tcp_info(l, ti_unacked, n);
+}
+
 /* Wait until TCP_INFO reports @state. */
 static bool wait_tcp_state(int fd, unsigned int state)
 {
-	long long deadline = smr_now_ms() + SOON_MS;
-	struct tcp_info ti;
-
-	do {
-		if (tcp_info_get(fd, &ti) == 0 && ti.tcpi_state == state)
-			return true;
-		usleep(2000);
-	} while (smr_now_ms() < deadline);
-	return false;
+	return wait_tcp_info(fd, ti_state, state);
 }
 
 /* A child that fails prints why and exits non-zero; the parent asserts 0. */
@@ -706,6 +724,22 @@ static pid_t fork_child(void)
 		alarm(60);	/* never outlive a wedged test */
 	return pid;
 }
+
+/*
+ * fork_child() that must work; the child closes @drop, the end the parent
+ * keeps, and plays the other end.
+ */
+static pid_t fork_peer(META, int drop)
+{
+	pid_t pid = fork_child();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		close(drop);
+	return pid;
+}
+
+#define FORK_PEER(drop)	fork_peer(_metadata, drop)
 
 static int wait_child(pid_t pid)
 {
@@ -1303,6 +1337,18 @@ TEST_F(smr_api, accept_not_listening)
 	EXPECT_EQ(-EINVAL, xaccept_nb(srv));
 }
 
+/* @fd's own (or, @peer, its peer's) address into @ss, of the variant's length. */
+static void sock_name(META, const SELF *self, int fd, bool peer,
+		      struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+	int ret = peer ? getpeername(fd, SA(ss), &len) :
+			 getsockname(fd, SA(ss), &len);
+
+	ASSERT_EQ(0, ret) TH_LOG("get%sname: %m", peer ? "peer" : "sock");
+	EXPECT_EQ(af_len(self->af), len);
+}
+
 TEST_F(smr_api, sock_names)
 {
 	struct sockaddr_storage la, la2, cname, cpeer, sname, speer, aaddr;
@@ -1321,18 +1367,10 @@ TEST_F(smr_api, sock_names)
 	ASSERT_LE(0, srv);
 	EXPECT_EQ(af_len(self->af), len);
 
-	len = sizeof(cname);
-	ASSERT_EQ(0, getsockname(cli, SA(&cname), &len));
-	EXPECT_EQ(af_len(self->af), len);
-	len = sizeof(cpeer);
-	ASSERT_EQ(0, getpeername(cli, SA(&cpeer), &len));
-	EXPECT_EQ(af_len(self->af), len);
-	len = sizeof(sname);
-	ASSERT_EQ(0, getsockname(srv, SA(&sname), &len));
-	EXPECT_EQ(af_len(self->af), len);
-	len = sizeof(speer);
-	ASSERT_EQ(0, getpeername(srv, SA(&speer), &len));
-	EXPECT_EQ(af_len(self->af), len);
+	sock_name(_metadata, self, cli, false, &cname);
+	sock_name(_metadata, self, cli, true, &cpeer);
+	sock_name(_metadata, self, srv, false, &sname);
+	sock_name(_metadata, self, srv, true, &speer);
 
 	EXPECT_TRUE(ss_equal(&cpeer, &la)) TH_LOG("%s vs %s",
 		ss_str(&cpeer, b1, sizeof(b1)), ss_str(&la, b2, sizeof(b2)));
@@ -1779,8 +1817,7 @@ TEST_F(smr_api, recv_peek)
 	char buf[32];
 
 	PAIR(&cli, &srv);
-	ASSERT_EQ(11, xsend(cli, "hello world", 11, 0));
-	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	SEND_ARRIVE(cli, srv, "hello world", 11);
 	memset(buf, 0, sizeof(buf));
 	ASSERT_EQ(5, xrecv(srv, buf, 5, MSG_PEEK));
 	EXPECT_STREQ("hello", buf);
@@ -1873,12 +1910,9 @@ TEST_F(smr_api, recv_waitall)
 	pid_t pid;
 
 	PAIR(&cli, &srv);
-	pid = fork_child();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(srv);
+	pid = FORK_PEER(srv);
+	if (pid == 0)
 		child_slow_writer(cli);
-	}
 	close(cli);
 	ASSERT_EQ(4000, xrecv(srv, buf, 4000, MSG_WAITALL));
 	EXPECT_EQ(4000, smr_pattern_check(buf, 4000, 3, 0));
@@ -2023,8 +2057,7 @@ TEST_F(smr_api, recv_trunc)
 
 	PAIR(&cli, &srv);
 	smr_pattern_fill(data, sizeof(data), 11, 0);
-	ASSERT_EQ(10, xsend(cli, data, 10, 0));
-	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	SEND_ARRIVE(cli, srv, data, 10);
 	memset(buf, 0xee, sizeof(buf));
 	ASSERT_EQ(4, xrecv(srv, buf, 4, MSG_TRUNC));
 	for (i = 0; i < sizeof(buf); i++)
@@ -2094,14 +2127,12 @@ TEST_F(smr_api, large_transfer)
 	pid_t pid;
 
 	PAIR(&cli, &srv);
-	pid = fork_child();
-	ASSERT_LE(0, pid);
+	pid = FORK_PEER(srv);
 	if (pid == 0) {
 		static char out[262144];
 		uint64_t off = 0, h = SMR_FNV1A_INIT, peer;
 		unsigned int i = 0;
 
-		close(srv);
 		while (off < BIG_LEN) {
 			size_t n = sizes[i++ % ARRAY_SIZE(sizes)];
 
@@ -2188,8 +2219,7 @@ TEST_F(smr_api, shutdown_rd)
 	char buf[8];
 
 	PAIR(&cli, &srv);
-	ASSERT_EQ(3, xsend(cli, "abc", 3, 0));
-	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	SEND_ARRIVE(cli, srv, "abc", 3);
 	ASSERT_EQ(0, xshutdown(srv, SHUT_RD));
 	/* Queued data is still handed out, then EOF without blocking. */
 	EXPECT_EQ(3, xrecv(srv, buf, sizeof(buf), 0));
@@ -2332,8 +2362,7 @@ TEST_F(smr_api, close_unread_rst)
 	char buf[8];
 
 	PAIR(&cli, &srv);
-	ASSERT_EQ(4, xsend(cli, "data", 4, 0));
-	mask_wait(_metadata, srv, EPOLLIN, SOON_MS);
+	SEND_ARRIVE(cli, srv, "data", 4);
 	close(srv);	/* unread data: RST instead of FIN */
 	ASSERT_MASK(EPOLLERR | EPOLLHUP | M_RDHUP | M_OUT,
 		    mask_wait(_metadata, cli, EPOLLERR, SOON_MS));
@@ -2911,12 +2940,9 @@ TEST_F(smr_api, sendfile)
 
 	mfd = pattern_memfd(_metadata, 77, FILE_LEN);
 	PAIR(&cli, &srv);
-	pid = fork_child();
-	ASSERT_LE(0, pid);
-	if (pid == 0) {
-		close(cli);
+	pid = FORK_PEER(cli);
+	if (pid == 0)
 		child_verify_stream(srv, 77, FILE_LEN);
-	}
 	close(srv);
 	while (off < (off_t)FILE_LEN) {
 		ssize_t n = sendfile(cli, mfd, &off, FILE_LEN - off);
@@ -2947,10 +2973,8 @@ TEST_F(smr_api, splice)
 	EXPECT_EQ(EAGAIN, errno);
 	set_nonblock(srv, false);
 
-	pid = fork_child();
-	ASSERT_LE(0, pid);
+	pid = FORK_PEER(srv);
 	if (pid == 0) {
-		close(srv);
 		for (off = 0; off < FILE_LEN; off += sizeof(buf)) {
 			smr_pattern_fill(buf, sizeof(buf), 88, off);
 			CHILD_CHECK(send_all(cli, buf, sizeof(buf)) == 0, "send");
@@ -2995,10 +3019,8 @@ TEST_F(smr_api, fork_inherit)
 	pid_t pid;
 
 	PAIR(&cli, &srv);
-	pid = fork_child();
-	ASSERT_LE(0, pid);
+	pid = FORK_PEER(srv);
 	if (pid == 0) {
-		close(srv);
 		CHILD_CHECK(send_all(cli, "child", 5) == 0, "send");
 		close(cli);	/* the parent's reference keeps it open */
 		_exit(0);
