@@ -4095,23 +4095,19 @@ static int memcg_open_conns(const SELF *self, int fds[2 * MEMCG_CONNS])
 }
 
 /*
- * The forked child: joins cgroup @dir, reports, waits for the word, opens
- * MEMCG_CONNS connections to itself (listener and client sockets its
- * own), reports what they took, waits, closes them and exits.
+ * The forked child, in its cgroup (memcg_fork): opens MEMCG_CONNS
+ * connections to itself (listener and client sockets its own), reports
+ * what they took, waits, closes them and exits.
  */
-static void memcg_child(const SELF *self, const char *dir, int in, int out)
+static void memcg_child(const SELF *self, int in, int out)
 {
 	int l, fds[2 * MEMCG_CONNS], i;
 	struct memcg_result res = {};
 	long long a0 = 0, a1 = 0, r0 = 0, r1 = 0;
 	struct smr_info info;
 	socklen_t len;
-	char pid[32], c;
+	char c;
 
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
-	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
-	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
 	if (self->smr) {
 		CHILD_CHECK(!smr_stat_read("buffers_allocated", &a0), "stats");
 		CHILD_CHECK(!smr_stat_read("buffers_reused", &r0), "stats");
@@ -4168,17 +4164,27 @@ static int memcg_path(const SELF *self, const char *name, char *dir,
 	return 0;
 }
 
-typedef void (*memcg_child_fn)(const SELF *self, const char *dir, int in,
-			       int out);
+/* @in: what the parent writes to it; @out: what it writes to the parent */
+typedef void (*memcg_child_fn)(const SELF *self, int in, int out);
+
+/* A child in a cgroup of its own, as the parent sees it. */
+struct memcg_run {
+	char dir[300];		/* the group */
+	pid_t pid;
+	int to_child;		/* the parent's ends of the two pipes */
+	int to_parent;
+	bool joined;		/* the child is in the group and waits */
+};
 
 /*
- * Fork @child with two pipes to it: @to_child[1] writes to it,
- * @to_parent[0] reads from it (the ends the parent keeps). The child's pid,
- * or -1.
+ * Fork @child with two pipes to it; it joins cgroup @run->dir, reports,
+ * and waits for the parent's word (memcg_go) before it runs. The child's
+ * pid, or -1.
  */
-static pid_t memcg_fork(const SELF *self, const char *dir,
-			memcg_child_fn child, int to_child[2], int to_parent[2])
+static pid_t memcg_fork(const SELF *self, memcg_child_fn child,
+			struct memcg_run *run)
 {
+	int to_child[2], to_parent[2];
 	pid_t pid;
 
 	if (pipe(to_child))
@@ -4190,13 +4196,59 @@ static pid_t memcg_fork(const SELF *self, const char *dir,
 	}
 	pid = fork_child();
 	if (pid == 0) {
+		char me[32], c;
+
 		close(to_child[1]);
 		close(to_parent[0]);
-		child(self, dir, to_child[0], to_parent[1]);
+		snprintf(me, sizeof(me), "%d", getpid());
+		CHILD_CHECK(file_put(run->dir, "cgroup.procs", me) == 0,
+			    "join %s", run->dir);
+		CHILD_CHECK(write(to_parent[1], "j", 1) == 1, "pipe");
+		CHILD_CHECK(read(to_child[0], &c, 1) == 1, "pipe");
+		child(self, to_child[0], to_parent[1]);
 	}
 	close(to_child[0]);
 	close(to_parent[1]);
+	run->to_child = to_child[1];
+	run->to_parent = to_parent[0];
 	return pid;
+}
+
+/*
+ * Make cgroup @name-PID-AF and start @child in it (memcg_fork); returns
+ * once it has joined (or failed to). 0, or -errno with @why saying what
+ * this machine lacks (the caller skips).
+ */
+static int memcg_start(META, const SELF *self, const char *name,
+		       memcg_child_fn child, struct memcg_run *run,
+		       const char **why)
+{
+	int ret = memcg_path(self, name, run->dir, sizeof(run->dir), why);
+	char c;
+
+	if (ret)
+		return ret;
+	ASSERT_EQ(0, mkdir(run->dir, 0755)) TH_LOG("mkdir %s: %m", run->dir);
+	run->pid = memcg_fork(self, child, run);
+	ASSERT_LE(0, run->pid);
+	run->joined = read(run->to_parent, &c, 1) == 1;
+	return 0;
+}
+
+/* The word to go, then the child's report into @res: its length, or 0. */
+static ssize_t memcg_go(struct memcg_run *run, void *res, size_t len)
+{
+	if (!run->joined || write(run->to_child, "g", 1) != 1)
+		return 0;
+	return read(run->to_parent, res, len);
+}
+
+/* Close the pipes and reap the child: its wait_child() status. */
+static int memcg_end(struct memcg_run *run)
+{
+	close(run->to_child);
+	close(run->to_parent);
+	return wait_child(run->pid);
 }
 
 /*
@@ -4212,34 +4264,24 @@ static pid_t memcg_fork(const SELF *self, const char *dir,
 TEST_F(smr_api, buffers_charged_to_memcg)
 {
 	long long cur[3], vm[3], fresh;
-	int to_child[2], to_parent[2], ret;
 	struct memcg_result res = {};
-	ssize_t got = 0;
-	char dir[300];
-	const char *why;
-	pid_t pid;
-	char c;
+	struct memcg_run run;
+	const char *why, *dir = run.dir;
+	ssize_t got;
+	int ret;
 
-	ret = memcg_path(self, "smr-api-memcg", dir, sizeof(dir), &why);
+	ret = memcg_start(_metadata, self, "smr-api-memcg", memcg_child, &run,
+			  &why);
 	if (ret)
 		SKIP(return, "%s: %s", why, strerror(-ret));
-	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
-	pid = memcg_fork(self, dir, memcg_child, to_child, to_parent);
-	ASSERT_LE(0, pid);
-	ret = read(to_parent[0], &c, 1);
 	cur[0] = memcg_read(dir, NULL);
 	vm[0] = memcg_read(dir, "vmalloc");
-	if (ret == 1)
-		ret = write(to_child[1], "g", 1);
-	if (ret == 1)
-		got = read(to_parent[0], &res, sizeof(res));
+	got = memcg_go(&run, &res, sizeof(res));
 	cur[1] = memcg_read(dir, NULL);
 	vm[1] = memcg_read(dir, "vmalloc");
 	if (got == sizeof(res))
-		ret = write(to_child[1], "e", 1);
-	close(to_child[1]);
-	close(to_parent[0]);
-	EXPECT_EQ(0, wait_child(pid));
+		ret = write(run.to_child, "e", 1);
+	EXPECT_EQ(0, memcg_end(&run));
 	cur[2] = memcg_read(dir, NULL);
 	vm[2] = memcg_read(dir, "vmalloc");
 	/* an empty group goes; pooled rings keep their charge meanwhile */
@@ -4289,24 +4331,18 @@ struct memcg_limit_result {
 };
 
 /*
- * The forked child: joins cgroup @dir, reports, waits for the word (its
- * group's memory.max set meanwhile), opens MEMCG_CONNS connections to
- * itself with 256 KiB rings, checks each carries bytes both ways,
- * reports their modes and exits.
+ * The forked child, in its cgroup (memcg_fork; the group's memory.max set
+ * before the word to go): opens MEMCG_CONNS connections to itself with
+ * 256 KiB rings, checks each carries bytes both ways, reports their modes
+ * and exits.
  */
-static void memcg_limit_child(const SELF *self, const char *dir, int in,
-			      int out)
+static void memcg_limit_child(const SELF *self, int in, int out)
 {
 	int l, fds[2 * MEMCG_CONNS], i;
 	struct memcg_limit_result res = {};
 	struct smr_info info;
 	socklen_t len;
-	char pid[32], c;
 
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	CHILD_CHECK(file_put(dir, "cgroup.procs", pid) == 0, "join %s", dir);
-	CHILD_CHECK(write(out, "j", 1) == 1, "pipe");
-	CHILD_CHECK(read(in, &c, 1) == 1, "pipe");
 	l = memcg_open_conns(self, fds);
 	for (i = 0; self->smr && i < 2 * MEMCG_CONNS; i++) {
 		len = sizeof(info);
@@ -4341,31 +4377,22 @@ static void memcg_limit_child(const SELF *self, const char *dir, int in,
 TEST_F(smr_api, buffers_memcg_limit_falls_back)
 {
 	struct memcg_limit_result res = {};
-	int to_child[2], to_parent[2], ret, status;
+	struct memcg_run run;
+	const char *why, *dir = run.dir;
 	long long cur, oom;
-	char dir[300], max[32];
-	const char *why;
-	ssize_t got = 0;
-	pid_t pid;
-	char c;
+	int ret, status;
+	char max[32];
+	ssize_t got;
 
-	ret = memcg_path(self, "smr-api-memcg-limit", dir, sizeof(dir), &why);
+	ret = memcg_start(_metadata, self, "smr-api-memcg-limit",
+			  memcg_limit_child, &run, &why);
 	if (ret)
 		SKIP(return, "%s: %s", why, strerror(-ret));
-	ASSERT_EQ(0, mkdir(dir, 0755)) TH_LOG("mkdir %s: %m", dir);
-	pid = memcg_fork(self, dir, memcg_limit_child, to_child, to_parent);
-	ASSERT_LE(0, pid);
-	ret = read(to_parent[0], &c, 1);
 	cur = memcg_read(dir, NULL);
 	snprintf(max, sizeof(max), "%lld", cur + (3 << 20));
 	EXPECT_EQ(0, file_put(dir, "memory.max", max));
-	if (ret == 1)
-		ret = write(to_child[1], "g", 1);
-	if (ret == 1)
-		got = read(to_parent[0], &res, sizeof(res));
-	close(to_child[1]);
-	close(to_parent[0]);
-	status = wait_child(pid);
+	got = memcg_go(&run, &res, sizeof(res));
+	status = memcg_end(&run);
 	oom = memcg_event(dir, "oom_kill");
 	EXPECT_EQ(0, rmdir(dir)) TH_LOG("rmdir %s: %m", dir);
 	TH_LOG("memory.max %s: child exit %d, oom_kill %lld; sockets: %d rdma, %d no_memory, %d other",
