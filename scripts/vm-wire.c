@@ -67,10 +67,11 @@ static int wire_connect(const char *path)
 	exit(2);
 }
 
-static int read_full(int fd, uint8_t *p, size_t n)
+/* All @n bytes read into @p (@out: written from it); -1 at EOF or error. */
+static int io_full(int fd, uint8_t *p, size_t n, int out)
 {
 	while (n) {
-		ssize_t r = read(fd, p, n);
+		ssize_t r = out ? write(fd, p, n) : read(fd, p, n);
 
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
@@ -83,20 +84,11 @@ static int read_full(int fd, uint8_t *p, size_t n)
 	return 0;
 }
 
-static int write_full(int fd, const uint8_t *p, size_t n)
+/* A frame's length, from its 32-bit big-endian prefix. */
+static uint32_t frame_len(const uint8_t *frame)
 {
-	while (n) {
-		ssize_t r = write(fd, p, n);
-
-		if (r <= 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += r;
-		n -= r;
-	}
-	return 0;
+	return (uint32_t)frame[0] << 24 | frame[1] << 16 | frame[2] << 8 |
+	       frame[3];
 }
 
 /* Copy @n bytes in or out of the ring at byte count @pos (it wraps). */
@@ -125,11 +117,10 @@ static void *wire_reader(void *arg)
 		uint32_t len;
 		size_t n;
 
-		if (read_full(d->from, frame, 4))
+		if (io_full(d->from, frame, 4, 0))
 			break;
-		len = (uint32_t)frame[0] << 24 | frame[1] << 16 |
-		      frame[2] << 8 | frame[3];
-		if (len > WIRE_FRAME_MAX || read_full(d->from, frame + 4, len))
+		len = frame_len(frame);
+		if (len > WIRE_FRAME_MAX || io_full(d->from, frame + 4, len, 0))
 			break;
 		n = 4 + len;
 		pthread_mutex_lock(&d->lock);
@@ -155,7 +146,6 @@ static void *wire_writer(void *arg)
 	uint8_t frame[4 + WIRE_FRAME_MAX];
 
 	for (;;) {
-		uint32_t len;
 		size_t n;
 
 		pthread_mutex_lock(&d->lock);
@@ -166,14 +156,12 @@ static void *wire_writer(void *arg)
 			break;
 		}
 		ring_copy(d, d->head, frame, 4, 1);
-		len = (uint32_t)frame[0] << 24 | frame[1] << 16 |
-		      frame[2] << 8 | frame[3];
-		n = 4 + len;
+		n = 4 + frame_len(frame);
 		ring_copy(d, d->head, frame, n, 1);
 		d->head += n;
 		pthread_mutex_unlock(&d->lock);
 		/* may block while the receiver's guest is frozen: frames queue */
-		if (write_full(d->to, frame, n))
+		if (io_full(d->to, frame, n, 1))
 			break;
 	}
 	return NULL;

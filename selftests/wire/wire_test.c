@@ -284,6 +284,13 @@ static uint8_t *heap_copy(const uint8_t *bytes, size_t len)
 	return copy;
 }
 
+/* the big-endian @n-byte @field: all zero but bit @bit of its value */
+static void be_one_bit(uint8_t *field, size_t n, int bit)
+{
+	memset(field, 0, n);
+	field[n - 1 - bit / 8] = 1u << bit % 8;
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint32_t rng32(void)
@@ -519,37 +526,43 @@ TEST(hs_wrong_magic_whole)
 	EXPECT_EQ(-SMR_WIRE_EMAGIC, parse_bytes(buf, len));
 }
 
+/*
+ * Every reference message with header byte @off set to each of the @n
+ * values @bad: smr_hs_peek() and the parser refuse it with @err, and
+ * (@by_header) so does smr_hs_peek() of the header alone.
+ */
+static void hs_byte_refused(struct __test_metadata *_metadata, size_t off,
+			    const uint8_t *bad, size_t n, int err,
+			    bool by_header)
+{
+	for (size_t i = 0; i < NREFS; i++) {
+		for (size_t b = 0; b < n; b++) {
+			uint8_t buf[SMR_HS_MAX_LEN];
+			size_t len = ref_copy(&refs[i], buf);
+
+			buf[off] = bad[b];
+			ASSERT_EQ(err, smr_hs_peek(buf, len))
+				TH_LOG("%s byte %zu = %u", refs[i].name, off, bad[b]);
+			if (by_header) {	/* ASSERT_EQ is two statements */
+				ASSERT_EQ(err, smr_hs_peek(buf, SMR_HS_HDR_LEN));
+			}
+			ASSERT_EQ(err, parse_bytes(buf, len));
+		}
+	}
+}
+
 TEST(hs_version_0_and_2)
 {
 	static const uint8_t bad[] = { 0, 2, 0x11, 255 };
 
-	for (size_t i = 0; i < NREFS; i++) {
-		for (size_t v = 0; v < sizeof(bad); v++) {
-			uint8_t buf[SMR_HS_MAX_LEN];
-			size_t len = ref_copy(&refs[i], buf);
-
-			buf[4] = bad[v];
-			ASSERT_EQ(-SMR_WIRE_EVERSION, smr_hs_peek(buf, len));
-			ASSERT_EQ(-SMR_WIRE_EVERSION, smr_hs_peek(buf, SMR_HS_HDR_LEN));
-			ASSERT_EQ(-SMR_WIRE_EVERSION, parse_bytes(buf, len));
-		}
-	}
+	hs_byte_refused(_metadata, 4, bad, sizeof(bad), -SMR_WIRE_EVERSION, true);
 }
 
 TEST(hs_type_0_7_255)
 {
 	static const uint8_t bad[] = { 0, 7, 8, 0x81, 255 };
 
-	for (size_t i = 0; i < NREFS; i++) {
-		for (size_t t = 0; t < sizeof(bad); t++) {
-			uint8_t buf[SMR_HS_MAX_LEN];
-			size_t len = ref_copy(&refs[i], buf);
-
-			buf[5] = bad[t];
-			ASSERT_EQ(-SMR_WIRE_ETYPE, smr_hs_peek(buf, len));
-			ASSERT_EQ(-SMR_WIRE_ETYPE, parse_bytes(buf, len));
-		}
-	}
+	hs_byte_refused(_metadata, 5, bad, sizeof(bad), -SMR_WIRE_ETYPE, false);
 }
 
 TEST(hs_length_field_wrong)
@@ -847,8 +860,7 @@ TEST(hs_proposal_link_id)
 	ASSERT_EQ(-SMR_WIRE_EFIELD, parse_bytes(buf, len));
 	/* any one bit makes it a link id again */
 	for (int bit = 0; bit < 32; bit++) {
-		memset(buf + 56, 0, 4);
-		buf[59 - bit / 8] = 1u << bit % 8;
+		be_one_bit(buf + 56, 4, bit);
 		ASSERT_EQ(0, smr_hs_parse(buf, len, &out));
 		ASSERT_EQ(1u << bit, out.proposal.link_id);
 	}
@@ -1453,6 +1465,8 @@ struct wire_fmt {
 	/* what a bit flipped at @off (past magic and version) must parse as */
 	int (*flip_err)(struct __test_metadata *_metadata, size_t off,
 			const uint8_t *buf);
+	/* breaks fields past the version, each refused on its own */
+	void (*spoil)(uint8_t *buf);
 };
 
 /*
@@ -1478,8 +1492,8 @@ static int fmt_parse_exact(const struct wire_fmt *f, const uint8_t *bytes,
 }
 
 /*
- * The struct wire_fmt PFX_fmt of make_PFX, smr_PFX_build, smr_PFX_parse and
- * PFX_flip_err; PFX_parse_exact(), fmt_parse_exact() of it, and PFX_err(),
+ * The struct wire_fmt PFX_fmt of make_PFX, smr_PFX_build, smr_PFX_parse,
+ * PFX_flip_err and PFX_spoil; PFX_parse_exact(), fmt_parse_exact() of it, and PFX_err(),
  * the error of parsing one message's bytes.
  */
 #define WIRE_FMT(pfx, type, golden_bytes)				\
@@ -1497,7 +1511,7 @@ static const struct wire_fmt pfx##_fmt = {				\
 	.len = sizeof(golden_bytes), .size = sizeof(type),		\
 	.golden = golden_bytes, .make = make_##pfx,			\
 	.build = pfx##_build_any, .parse = pfx##_parse_any,		\
-	.flip_err = pfx##_flip_err,					\
+	.flip_err = pfx##_flip_err, .spoil = pfx##_spoil,		\
 };									\
 									\
 static int pfx##_parse_exact(const uint8_t *bytes, size_t len, void *out) \
@@ -1577,6 +1591,28 @@ static void fmt_magic_each_bit(struct __test_metadata *_metadata,
 }
 
 /*
+ * Every version but the reference message's is refused, and before the
+ * fields: so it still is with f->spoil's broken fields behind it.
+ */
+static void fmt_version_first(struct __test_metadata *_metadata,
+			      const struct wire_fmt *f)
+{
+	for (unsigned int v = 0; v < 256; v++) {
+		uint8_t buf[FMT_MAX_LEN];
+
+		if (v == f->golden[4])
+			continue;
+		memcpy(buf, f->golden, f->len);
+		buf[4] = v;
+		ASSERT_EQ(-SMR_WIRE_EVERSION, fmt_parse_exact(f, buf, f->len, NULL))
+			TH_LOG("version %u", v);
+		f->spoil(buf);
+		ASSERT_EQ(-SMR_WIRE_EVERSION, fmt_parse_exact(f, buf, f->len, NULL))
+			TH_LOG("version %u, fields spoilt", v);
+	}
+}
+
+/*
  * Every single bit flip is refused as f->flip_err says, or is a free field
  * (flip_err 0): it parses and is built back as is.
  */
@@ -1634,6 +1670,12 @@ static void make_cdc(void *m)
 	c->urg.wrap = 0x11223344u;
 	c->urg.count = 0x42;
 	c->credits = CDC_CREDITS;
+}
+
+/* the token zero */
+static void cdc_spoil(uint8_t *buf)
+{
+	memset(buf + 8, 0, 8);
 }
 
 static int cdc_flip_err(struct __test_metadata *_metadata, size_t off,
@@ -1727,7 +1769,7 @@ TEST(cdc_version_not_1)
 		buf[4] = bad[v];
 		ASSERT_EQ(-SMR_WIRE_EVERSION, cdc_err(buf));
 		/* version before token */
-		memset(buf + 8, 0, 8);
+		cdc_spoil(buf);
 		ASSERT_EQ(-SMR_WIRE_EVERSION, cdc_err(buf));
 	}
 }
@@ -1744,8 +1786,7 @@ TEST(cdc_token_zero)
 	ASSERT_EQ(0x5a, ((uint8_t *)&out)[0]);
 	/* one bit set anywhere makes it a token again */
 	for (int bit = 0; bit < 64; bit++) {
-		memset(buf + 8, 0, 8);
-		buf[15 - bit / 8] = 1u << bit % 8;
+		be_one_bit(buf + 8, 8, bit);
 		ASSERT_EQ(0, cdc_parse_exact(buf, SMR_CDC_LEN, &out));
 		ASSERT_EQ(1ull << bit, out.token);
 	}
@@ -2204,6 +2245,13 @@ static int cm_priv_eq(const struct smr_cm_priv *a, const struct smr_cm_priv *b)
 	       !memcmp(a->secret, b->secret, SMR_LINK_SECRET_LEN);
 }
 
+/* credits and link id zero, a reserved bit set */
+static void cm_priv_spoil(uint8_t *buf)
+{
+	memset(buf + 6, 0, 6);
+	buf[15] = 1;
+}
+
 static int cm_priv_flip_err(struct __test_metadata *_metadata, size_t off,
 		       const uint8_t *buf)
 {
@@ -2281,22 +2329,7 @@ TEST(cm_priv_other_magics)
 	}
 }
 
-TEST(cm_priv_version_not_3)
-{
-	for (unsigned int v = 0; v < 256; v++) {
-		uint8_t buf[SMR_CM_PRIV_LEN];
-
-		if (v == SMR_CM_VERSION)
-			continue;
-		memcpy(buf, golden_cm_priv, SMR_CM_PRIV_LEN);
-		buf[4] = v;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_err(buf)) TH_LOG("version %u", v);
-		/* version before the fields */
-		memset(buf + 6, 0, 6);
-		buf[15] = 1;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, cm_priv_err(buf)) TH_LOG("version %u", v);
-	}
-}
+FMT_TEST(cm_priv_version_not_3, fmt_version_first, cm_priv_fmt)
 
 TEST(cm_priv_version_1_peer)
 {
@@ -2416,8 +2449,7 @@ TEST(cm_priv_link_id)
 	ASSERT_EQ(-SMR_WIRE_EFIELD, cm_priv_err(buf));
 	/* any one bit makes it one again */
 	for (int bit = 0; bit < 32; bit++) {
-		memset(buf + 8, 0, 4);
-		buf[11 - bit / 8] = 1u << bit % 8;
+		be_one_bit(buf + 8, 4, bit);
 		ASSERT_EQ(0, cm_priv_parse_exact(buf, SMR_CM_PRIV_LEN, &out));
 		ASSERT_EQ(1u << bit, out.link_id);
 	}
@@ -2487,6 +2519,12 @@ static void make_lmsg(void *msg)
 	memset(m, 0, sizeof(*m));
 	m->type = SMR_LMSG_CREDITS;
 	m->credits = LMSG_CREDITS;
+}
+
+/* the type zero */
+static void lmsg_spoil(uint8_t *buf)
+{
+	buf[5] = 0;
 }
 
 static int lmsg_flip_err(struct __test_metadata *_metadata, size_t off,
@@ -2581,21 +2619,7 @@ TEST(lmsg_other_magics)
 	EXPECT_EQ(-SMR_WIRE_EMAGIC, lmsg_err(buf));
 }
 
-TEST(lmsg_version_not_1)
-{
-	for (unsigned int v = 0; v < 256; v++) {
-		uint8_t buf[SMR_LMSG_LEN];
-
-		if (v == SMR_LMSG_VERSION)
-			continue;
-		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
-		buf[4] = v;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, lmsg_err(buf)) TH_LOG("version %u", v);
-		/* version before type */
-		buf[5] = 0;
-		ASSERT_EQ(-SMR_WIRE_EVERSION, lmsg_err(buf));
-	}
-}
+FMT_TEST(lmsg_version_not_1, fmt_version_first, lmsg_fmt)
 
 TEST(lmsg_type_unknown)
 {
@@ -2741,15 +2765,27 @@ TEST(msg_kind_magic_each_bit)
 
 #define OUT_POISON	0x5a5a5a5a5a5a5a5aull
 
-/* A receiver with 64 KiB rings both ways, 1000 bytes written to the peer. */
+#define RX_RING		(64 * KIB)
+
+/* A receiver with RX_RING rings both ways, 1000 bytes written to the peer. */
 static struct smr_cdc_rx_view rx_view(void)
 {
 	struct smr_cdc_rx_view v;
 
 	memset(&v, 0, sizeof(v));
-	v.rmb_size = 64 * KIB;
-	v.peer_rmb_size = 64 * KIB;
+	v.rmb_size = RX_RING;
+	v.peer_rmb_size = RX_RING;
 	v.tx_sent = 1000;
+	return v;
+}
+
+/* rx_view() that has read @cons bytes of the @prod it was sent */
+static struct smr_cdc_rx_view rx_view_at(uint64_t cons, uint64_t prod)
+{
+	struct smr_cdc_rx_view v = rx_view();
+
+	v.rx_cons = cons;
+	v.rx_prod = prod;
 	return v;
 }
 
@@ -2852,11 +2888,9 @@ TEST(cdc_validate_nothing_after_final)
 
 TEST(cdc_validate_producer)
 {
-	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc_rx_view v = rx_view_at(3 * RX_RING, 3 * RX_RING + 100);
 	struct smr_cdc c;
 
-	v.rx_prod = 3 * v.rmb_size + 100;
-	v.rx_cons = 3 * v.rmb_size;
 	/* up to what we read plus the ring, not a byte more */
 	c = rx_cdc(&v, v.rx_cons + v.rmb_size, 0);
 	ASSERT_EQ(0, validate(&c, &v, NULL));
@@ -2879,11 +2913,9 @@ TEST(cdc_validate_producer)
 
 TEST(cdc_validate_inline_data)
 {
-	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc_rx_view v = rx_view_at(40, 40);
 	struct smr_cdc c;
 
-	v.rx_prod = 40;
-	v.rx_cons = 40;
 	c = rx_cdc(&v, 40 + SMR_CDC_INLINE_MAX, 0);
 	c.inline_len = SMR_CDC_INLINE_MAX;
 	ASSERT_EQ(0, validate(&c, &v, NULL));
@@ -2928,12 +2960,10 @@ TEST(cdc_validate_consumer)
 
 TEST(cdc_validate_urgent)
 {
-	struct smr_cdc_rx_view v = rx_view();
+	struct smr_cdc_rx_view v = rx_view_at(50, 100);
 	struct smr_cdc_rx_counts out;
 	struct smr_cdc c;
 
-	v.rx_prod = 100;
-	v.rx_cons = 50;
 	c = rx_cdc(&v, 150, 0);
 	c.flags = SMR_CDC_F_URGENT;
 	/* anywhere in [rx_cons, prod) */
