@@ -44,10 +44,11 @@
  * hold exactly as well. The listener lives from
  * smr_link_init() to smr_link_exit().
  *
- * Grants (link_core.h) are listed in the order they were made, so the
- * list's head is the oldest: a full table drops it for a new grant once it
- * is SMR_LINK_GRANT_MIN_AGE old (links_grants_evicted), a renewal extends
- * a grant's lifetime in place, never its age.
+ * Grants (link_core.h) are listed in the order they were made (stamped
+ * under smr_link_grants_lock), so the list's head is the oldest: a full
+ * table drops, for a new grant, one at least SMR_LINK_GRANT_MIN_AGE old of
+ * the address holding the most (links_grants_evicted); a renewal extends a
+ * grant's lifetime in place, never its age.
  *
  * Shares (link_core.h): the peers' links together hold at most half of
  * links_max, so no remote host, nor many of them, can take the places
@@ -126,19 +127,50 @@ static bool smr_link_grant_match(const struct smr_link_grant *g,
 }
 
 /*
+ * The grant a full table gives up for a new one: of those at least
+ * SMR_LINK_GRANT_MIN_AGE old, one of the peer address holding the most
+ * grants, its oldest (the list runs oldest first). A host filling the
+ * table from many addresses, four grants each, so loses its own before a
+ * peer with one grant loses that: a legitimate connect whose first rdma_cm
+ * request was lost and retried (seconds) keeps its grant. NULL: all are
+ * younger. Caller holds smr_link_grants_lock.
+ */
+static struct smr_link_grant *smr_link_grant_victim_locked(void)
+{
+	struct smr_link_grant *g, *peer, *victim = NULL;
+	unsigned int of_peer, most = 0;
+
+	lockdep_assert_held(&smr_link_grants_lock);
+	list_for_each_entry(g, &smr_link_grants, node) {
+		if (time_before(jiffies, g->made + SMR_LINK_GRANT_MIN_AGE))
+			break;		/* the rest are younger still */
+		of_peer = 0;
+		list_for_each_entry(peer, &smr_link_grants, node)
+			if (ipv6_addr_equal(&peer->raddr, &g->raddr))
+				of_peer++;
+		if (of_peer > most) {
+			most = of_peer;
+			victim = g;
+		}
+	}
+	return victim;
+}
+
+/*
  * The server side of a handshake whose client asked (LINK_REQUEST) to
  * connect a link from @raddr to @laddr with @secret (SMR_LINK_SECRET_LEN
  * bytes): record the grant its rdma_cm request must prove. A second
  * request for the same link (another connection waiting on it) renews the
  * first's lifetime, not its age. A peer's grants past
  * SMR_LINK_GRANTS_PER_PEER make room from its own oldest; a full table
- * from the oldest of all, once that is SMR_LINK_GRANT_MIN_AGE old (its
- * peer would have connected by then: links_grants_evicted), so that hosts
- * that ask for grants and never connect cannot keep every other peer's
- * new links out, short of making SMR_LINK_GRANTS_MAX grants every
- * SMR_LINK_GRANT_MIN_AGE. 0, or -ENETUNREACH (links live in init_net
- * only), -EBUSY (the peer, or this host, has all the links it may, or the
- * table is full of younger grants), -ENOMEM. Process context.
+ * from one at least SMR_LINK_GRANT_MIN_AGE old, of the address holding
+ * the most (smr_link_grant_victim_locked(); links_grants_evicted), so
+ * that hosts that ask for grants and never connect cannot keep every
+ * other peer's new links out, short of making more than
+ * SMR_LINK_GRANTS_MAX grants every SMR_LINK_GRANT_MIN_AGE (then
+ * links_grants_full). 0, or -ENETUNREACH (links live in init_net only),
+ * -EBUSY (the peer, or this host, has all the links it may, or the table
+ * is full of younger grants), -ENOMEM. Process context.
  */
 int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		   const struct in6_addr *raddr, const u8 *secret)
@@ -165,11 +197,12 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		return -ENOMEM;
 	g->laddr = *laddr;
 	g->raddr = *raddr;
-	g->made = jiffies;
-	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
 	memcpy(g->secret, secret, SMR_LINK_SECRET_LEN);
 
 	spin_lock_bh(&smr_link_grants_lock);
+	/* under the lock: the list stays in the order of making */
+	g->made = jiffies;
+	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
 	list_for_each_entry_safe(tmp, oldest, &smr_link_grants, node)
 		if (time_after_eq(jiffies, tmp->expires))
 			smr_link_grant_del_locked(tmp);
@@ -191,12 +224,10 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	/* a peer's grants beyond its share make room from its own oldest */
 	if (of_peer >= SMR_LINK_GRANTS_PER_PEER)
 		smr_link_grant_del_locked(oldest);
-	/* a full table makes room from the oldest of all, if old enough */
+	/* a full table makes room from a grant old enough, if there is one */
 	if (smr_link_ngrants >= SMR_LINK_GRANTS_MAX) {
-		oldest = list_first_entry(&smr_link_grants,
-					  struct smr_link_grant, node);
-		if (time_after_eq(jiffies,
-				  oldest->made + SMR_LINK_GRANT_MIN_AGE)) {
+		oldest = smr_link_grant_victim_locked();
+		if (oldest) {
 			smr_link_grant_del_locked(oldest);
 			evicted = true;
 		}
@@ -212,7 +243,9 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	kfree(g);
 	if (evicted)
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTS_EVICTED);
-	if (!err)
+	if (err)
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTS_FULL);
+	else
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTED);
 	return err;
 }

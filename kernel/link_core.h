@@ -61,11 +61,12 @@
  * grant this host made over an SMR handshake (smr_link_grant()); grants
  * live until their link's setup would have failed anyway, and are bounded
  * per peer address (its oldest goes first) and in all (a full table drops
- * its oldest grant, if that is SMR_LINK_GRANT_MIN_AGE old: a peer that
- * has not connected by then is not coming soon, while one that keeps the
- * table full of grants younger than that must make SMR_LINK_GRANTS_MAX of
- * them every SMR_LINK_GRANT_MIN_AGE; a table of younger ones refuses, and
- * that connection falls back to TCP). Links are bounded in all
+ * a grant at least SMR_LINK_GRANT_MIN_AGE old, of the address holding the
+ * most: a host filling it from many addresses loses its own first, and to
+ * keep it full of grants younger than that must make more than
+ * SMR_LINK_GRANTS_MAX of them every SMR_LINK_GRANT_MIN_AGE; a table of
+ * younger ones refuses, links_grants_full, and that connection falls back
+ * to TCP). Links are bounded in all
  * (both sides: each pins about 300 KB of kernel memory; net.smr.links_max)
  * and, for passive ones, per peer address and together (the peers' share:
  * they never take the places this host's own connects need); ours, by the

@@ -66,6 +66,7 @@ enum smr_stat {
 	SMR_STAT_LINKS_REFUSED_SHARE,	/* passive: peers' half of links_max */
 	SMR_STAT_LINKS_USER_LIMIT,	/* ours: a user's quarter of links_max */
 	SMR_STAT_LINKS_GRANTS_EVICTED,	/* a full grant table's oldest, dropped */
+	SMR_STAT_LINKS_GRANTS_FULL,	/* refused: every grant too young to go */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };
