@@ -348,6 +348,32 @@ static int smr_link_refuse(struct rdma_cm_id *id)
 }
 
 /*
+ * A passive link takes what its proven request says: the peer's link id
+ * and credits, the secret, the addresses. Until it is listed the accept
+ * path owns the link's end: a failure meanwhile (rdma_accept() itself
+ * moves the QP to error when it fails, and the receives flush) only marks
+ * it DEAD, and queues no teardown on a link smr_link_abandon() frees.
+ */
+static void smr_link_from_request(struct smr_link *link,
+				  struct rdma_cm_id *id,
+				  const struct smr_cm_priv *p,
+				  const struct in6_addr *laddr,
+				  const struct in6_addr *raddr)
+{
+	lockdep_assert_held(&link->setup_mutex);
+	spin_lock_bh(&link->lock);
+	link->down = true;
+	spin_unlock_bh(&link->lock);
+	link->peer_id = p->link_id;
+	link->peer_credits = p->credits;
+	memcpy(link->secret, p->secret, sizeof(link->secret));
+	link->authenticated = true;
+	link->cm_id = id;
+	link->laddr = *laddr;
+	link->raddr = *raddr;
+}
+
+/*
  * A peer connects to our listener. Before anything is allocated: its
  * private data must parse (version 3), prove a live grant this host made
  * over an SMR handshake from that very address to this one (consumed),
@@ -391,22 +417,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	/* not listed yet; the mutex is for the teardown once it is */
 	mutex_lock(&link->setup_mutex);
-	/*
-	 * Until it is listed this path owns the link's end: a failure
-	 * meanwhile (rdma_accept() itself moves the QP to error when it
-	 * fails, and the receives flush) only marks it DEAD, and queues no
-	 * teardown on a link smr_link_abandon() frees.
-	 */
-	spin_lock_bh(&link->lock);
-	link->down = true;
-	spin_unlock_bh(&link->lock);
-	link->peer_id = p.link_id;
-	link->peer_credits = p.credits;
-	memcpy(link->secret, p.secret, sizeof(link->secret));
-	link->authenticated = true;
-	link->cm_id = id;
-	link->laddr = laddr;
-	link->raddr = raddr;
+	smr_link_from_request(link, id, &p, &laddr, &raddr);
 	err = smr_link_cm_ready(link, id, &param, priv);
 	if (err)
 		goto err_build;
@@ -621,6 +632,64 @@ static int smr_link_use(struct smr_link *link, struct smr_link_user *user)
 }
 
 /*
+ * A new link of ours from @laddr to @raddr for @uid, unlisted, with a
+ * fresh secret (what the peer grants and our connect request proves) and
+ * its rdma_cm id: NULL if either cannot be had.
+ */
+static struct smr_link *smr_link_new_active(const struct in6_addr *laddr,
+					    const struct in6_addr *raddr,
+					    kuid_t uid)
+{
+	struct smr_link *link;
+	struct rdma_cm_id *id;
+
+	link = smr_link_alloc(true, smr_link_connect_work);
+	if (!link)
+		return NULL;
+	link->laddr = *laddr;
+	link->raddr = *raddr;
+	link->uid = uid;
+	do {
+		get_random_bytes(link->secret, sizeof(link->secret));
+	} while (!memchr_inv(link->secret, 0, sizeof(link->secret)));
+	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		smr_link_discard(link);
+		return NULL;
+	}
+	link->cm_id = id;
+	return link;
+}
+
+/*
+ * Start a listed, attached link of ours on its way: its setup deadline
+ * (the keepalive work's first run, cancelled by the teardown like the
+ * keepalive it becomes) and address resolution. A failure to start takes
+ * the link down: its users fall back.
+ */
+static void smr_link_start_active(struct smr_link *link, int family)
+{
+	struct sockaddr_storage src = {}, dst = {};
+	int err = 0;
+
+	smr_link_sockaddrs(family, &link->laddr, &link->raddr, &src, &dst);
+	queue_delayed_work(smr_link_wq, &link->keepalive_work,
+			   SMR_LINK_SETUP_TIMEOUT);
+	/* the handler and the teardown may run from now on */
+	mutex_lock(&link->setup_mutex);
+	if (READ_ONCE(link->state) != SMR_LINK_DEAD)
+		err = rdma_resolve_addr(link->cm_id, (struct sockaddr *)&src,
+					(struct sockaddr *)&dst,
+					SMR_CM_TIMEOUT_MS);
+	mutex_unlock(&link->setup_mutex);
+	if (err) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+		smr_link_down(link);
+	}
+}
+
+/*
  * The link from @laddr to @raddr (a connection's addresses, v4-mapped for
  * IPv4; @family says which), attached to @user: an existing one this host
  * may use (smr_link_lookup()), or a new one of ours, with a fresh secret,
@@ -639,11 +708,8 @@ struct smr_link *smr_link_get(struct smr_link_user *user,
 			      const struct in6_addr *raddr, kuid_t uid)
 {
 	enum smr_link_room room = SMR_LINK_ROOM_FULL;
-	struct sockaddr_storage src = {}, dst = {};
 	struct smr_link *link, *found;
-	struct rdma_cm_id *id;
 	bool retried = false;
-	int err = 0;
 
 	if (!net_eq(net, &init_net))
 		return NULL;
@@ -671,25 +737,9 @@ again:
 		return NULL;
 	}
 
-	link = smr_link_alloc(true, smr_link_connect_work);
+	link = smr_link_new_active(laddr, raddr, uid);
 	if (!link)
 		return NULL;
-	link->laddr = *laddr;
-	link->raddr = *raddr;
-	link->uid = uid;
-	/* what the peer grants and our connect request proves */
-	do {
-		get_random_bytes(link->secret, sizeof(link->secret));
-	} while (!memchr_inv(link->secret, 0, sizeof(link->secret)));
-	smr_link_sockaddrs(family, laddr, raddr, &src, &dst);
-	id = rdma_create_id(&init_net, smr_cm_handler, link, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		smr_link_discard(link);
-		return NULL;
-	}
-	link->cm_id = id;
-
 	/*
 	 * Listed before it connects: a racing connection waits on it. Its
 	 * room is checked again, in the hold that lists it: the bounds hold
@@ -704,7 +754,7 @@ again:
 	}
 	spin_unlock_bh(&smr_links_lock);
 	if (found || room != SMR_LINK_ROOM) {
-		rdma_destroy_id(id);
+		rdma_destroy_id(link->cm_id);
 		smr_link_discard(link);
 		if (!found && room == SMR_LINK_ROOM_USER)
 			smr_stat_inc(&init_net, SMR_STAT_LINKS_USER_LIMIT);
@@ -715,21 +765,7 @@ again:
 	kref_get(&link->ref);		/* the user's */
 	if (smr_link_use(link, user))
 		return NULL;	/* down already (its device went) */
-	/* cancelled by the teardown, like the keepalive it becomes */
-	queue_delayed_work(smr_link_wq, &link->keepalive_work,
-			   SMR_LINK_SETUP_TIMEOUT);
-
-	/* the handler and the teardown may run from now on */
-	mutex_lock(&link->setup_mutex);
-	if (READ_ONCE(link->state) != SMR_LINK_DEAD)
-		err = rdma_resolve_addr(id, (struct sockaddr *)&src,
-					(struct sockaddr *)&dst,
-					SMR_CM_TIMEOUT_MS);
-	mutex_unlock(&link->setup_mutex);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
+	smr_link_start_active(link, family);
 	return link;
 }
 

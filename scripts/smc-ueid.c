@@ -289,36 +289,39 @@ static int smc_list_cb(const struct nlattr *attrs, int len, void *arg)
 	return 0;
 }
 
+/* SMC_GEN_SYS_INFO's attributes this tool prints, and how: number or text */
+static const struct {
+	const char *name;
+	bool text;
+} smc_sys_attrs[] = {
+	[SMC_NLA_SYS_VER]		= { "version" },
+	[SMC_NLA_SYS_REL]		= { "release" },
+	[SMC_NLA_SYS_IS_ISM_V2]		= { "ism_v2" },
+	[SMC_NLA_SYS_IS_SMCR_V2]	= { "smcr_v2" },
+	[SMC_NLA_SYS_LOCAL_HOST]	= { "local_host", true },
+	[SMC_NLA_SYS_SEID]		= { "seid", true },
+};
+
 static int smc_info_cb(const struct nlattr *attrs, int len, void *arg)
 {
 	const struct nlattr *top, *nla;
+	unsigned int type;
 
 	(void)arg;
 	smc_nla_for_each(top, attrs, len) {
 		if (smc_nla_type(top) != SMC_GEN_SYS_INFO)
 			continue;
 		smc_nla_for_each(nla, (const struct nlattr *)smc_nla_data(top), smc_nla_len(top)) {
-			switch (smc_nla_type(nla)) {
-			case SMC_NLA_SYS_VER:
-				printf("version %llu\n", (unsigned long long)smc_nla_uint(nla));
-				break;
-			case SMC_NLA_SYS_REL:
-				printf("release %llu\n", (unsigned long long)smc_nla_uint(nla));
-				break;
-			case SMC_NLA_SYS_IS_ISM_V2:
-				printf("ism_v2 %llu\n", (unsigned long long)smc_nla_uint(nla));
-				break;
-			case SMC_NLA_SYS_IS_SMCR_V2:
-				printf("smcr_v2 %llu\n", (unsigned long long)smc_nla_uint(nla));
-				break;
-			case SMC_NLA_SYS_LOCAL_HOST:
-				printf("local_host %.*s\n", smc_nla_len(nla),
-				       (char *)smc_nla_data(nla));
-				break;
-			case SMC_NLA_SYS_SEID:
-				printf("seid %.*s\n", smc_nla_len(nla), (char *)smc_nla_data(nla));
-				break;
-			}
+			type = smc_nla_type(nla);
+			if (type >= sizeof(smc_sys_attrs) / sizeof(smc_sys_attrs[0]) ||
+			    !smc_sys_attrs[type].name)
+				continue;
+			if (smc_sys_attrs[type].text)
+				printf("%s %.*s\n", smc_sys_attrs[type].name,
+				       smc_nla_len(nla), (char *)smc_nla_data(nla));
+			else
+				printf("%s %llu\n", smc_sys_attrs[type].name,
+				       (unsigned long long)smc_nla_uint(nla));
 		}
 	}
 	return 0;

@@ -263,16 +263,25 @@ static void *run_acceptshut(void *arg)
 	return NULL;
 }
 
-static void run_sink(void)
+/* The listener a server mode serves on opt.port; exits if there is none. */
+static int server_listener(const char *mode)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int l = make_listener(opt.port, 4096, &ss, &len);
 
 	if (l < 0) {
-		fprintf(stderr, "smr_stress: sink listener: %s\n", strerror(-l));
+		fprintf(stderr, "smr_stress: %s listener: %s\n", mode,
+			strerror(-l));
 		exit(2);
 	}
+	return l;
+}
+
+static void run_sink(void)
+{
+	int l = server_listener("sink");
+
 	while (time_left()) {
 		struct pollfd p = { .fd = l, .events = POLLIN };
 		int fd;
@@ -326,14 +335,8 @@ static void *drain_one(void *arg)
 
 static void run_drain(void)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int l = make_listener(opt.port, 4096, &ss, &len);
+	int l = server_listener("drain");
 
-	if (l < 0) {
-		fprintf(stderr, "smr_stress: drain listener: %s\n", strerror(-l));
-		exit(2);
-	}
 	while (time_left() && atomic_load(&conns_ended) < opt.iters) {
 		struct pollfd p = { .fd = l, .events = POLLIN };
 		pthread_t th;
