@@ -20,7 +20,11 @@
 # each suite ran on is printed; a kernel that does not resolve (the debug
 # kernel not built) fails the run before anything boots, and never falls
 # back to another. On the debug kernel (KASAN and lockdep under TCG are
-# several times slower) the suites' vm-run timeouts default to an hour.
+# many times slower) the test bed's time scale (SMR_TEST_TIME_SCALE: every
+# per-case deadline and wait of the traffic tools and selftests/lib/
+# guests.sh, never a check of a documented kernel bound) defaults to
+# debug_time_scale below, 1 on the others, and the suites' vm-run timeouts
+# to an hour, or 900 s times the scale if longer.
 # The guests load the test module (vm-run --module test: the build with the
 # hooks only tests use, e.g. fault_cdc; make modules-test, scripts/build-copy
 # --test NAME), unless SMR_VM_MODULE says otherwise; the build suite checks
@@ -136,14 +140,25 @@ fi
 
 export SMR_VM_SMP=${SMR_VM_SMP:-2}
 export SMR_VM_MODULE=${SMR_VM_MODULE:-test}
+# The debug kernel's time scale, measured (one 2-vCPU TCG guest, smr_stream
+# to itself over rxe, the test module; 6.12 -> debug): 22 connections of
+# 16 KiB each way 0.72 -> 3.24 s (4.5x) and again on the link now up 0.32
+# -> 3.04 s (9.6x); 2 connections of 16 MiB each way 2.7 -> 37.2 s
+# (13.6x); a user-space bash loop 8.0 -> 16.1 s (2x). The suites' logs
+# show the same and worse: stress's listen case 3.5-10 -> 158 s, rdma's
+# 10 connections on a link up 71 -> 2219 ms. 16: the bulk ratio rounded
+# up, with room for a busy build host.
+debug_time_scale=16
+user_time_scale=${SMR_TEST_TIME_SCALE:-}
 read -ra kernels <<<"${SMR_TEST_KERNELS:-${SMR_VM_KERNEL:-6.12}}"
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.12)
 
 # Point the guest suites at kernel $1; prints which release and vCPUs.
 # Fails (and counts a failure) if the name does not resolve.
 use_kernel() {
-	local rel
+	local rel t
 	export SMR_VM_KERNEL=$1
+	export SMR_TEST_TIME_SCALE=${user_time_scale:-1}
 	if ! rel=$("$repo/scripts/vm-run" --print-kernel 2>&1); then
 		echo "run_tests: kernel '$1' for the guests: $rel" >&2
 		failed=$((failed + 1))
@@ -153,14 +168,20 @@ use_kernel() {
 	echo "=== guests: kernel $rel (--kernel $1), $SMR_VM_MODULE module, $SMR_VM_SMP vCPU(s) each"
 	case $rel in
 	*-smr-debug-*)
-		export SMR_VM_TIMEOUT=${SMR_VM_TIMEOUT:-3600}
-		export SMR_RDMA_TIMEOUT=${SMR_RDMA_TIMEOUT:-3600}
-		export SMR_NEGOT_TIMEOUT=${SMR_NEGOT_TIMEOUT:-3600}
-		export SMR_APPS_TIMEOUT=${SMR_APPS_TIMEOUT:-3600}
-		export SMR_FAIL_TIMEOUT=${SMR_FAIL_TIMEOUT:-3600}
-		export SMR_FUZZ_TIMEOUT=${SMR_FUZZ_TIMEOUT:-3600}
+		SMR_TEST_TIME_SCALE=${user_time_scale:-$debug_time_scale}
+		# an hour, or the ordinary 900 s times the scale if longer
+		t=$((900 * SMR_TEST_TIME_SCALE))
+		[ "$t" -ge 3600 ] || t=3600
+		export SMR_VM_TIMEOUT=${SMR_VM_TIMEOUT:-$t}
+		export SMR_RDMA_TIMEOUT=${SMR_RDMA_TIMEOUT:-$t}
+		export SMR_NEGOT_TIMEOUT=${SMR_NEGOT_TIMEOUT:-$t}
+		export SMR_APPS_TIMEOUT=${SMR_APPS_TIMEOUT:-$t}
+		export SMR_FAIL_TIMEOUT=${SMR_FAIL_TIMEOUT:-$t}
+		export SMR_FUZZ_TIMEOUT=${SMR_FUZZ_TIMEOUT:-$t}
 		;;
 	esac
+	[ "$SMR_TEST_TIME_SCALE" = 1 ] ||
+		echo "=== time scale $SMR_TEST_TIME_SCALE: per-case deadlines and waits last $SMR_TEST_TIME_SCALE times as long"
 }
 
 t0=$(date +%s)

@@ -44,6 +44,42 @@ static inline long long smr_now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+#define SMR_TIME_SCALE_ENV	"SMR_TEST_TIME_SCALE"
+#define SMR_TIME_SCALE_MAX	100
+
+/*
+ * The test bed's time scale: $SMR_TEST_TIME_SCALE, a positive integer (1
+ * unless set; selftests/run_tests.sh raises it on the debug kernel, where
+ * everything runs several times slower). A tool multiplies by it every
+ * deadline that bounds how long a test step may take (-T), never a limit
+ * that checks a documented kernel bound. Read once; a bad value ends the
+ * tool (exit 2), it must not pass for 1.
+ */
+static inline int smr_time_scale(void)
+{
+	static int scale;
+	const char *s;
+	char *end;
+	long v;
+
+	if (scale)
+		return scale;
+	s = getenv(SMR_TIME_SCALE_ENV);
+	if (!s || !*s) {
+		scale = 1;
+		return scale;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1 || v > SMR_TIME_SCALE_MAX) {
+		fprintf(stderr, "%s=%s: want an integer 1..%d\n",
+			SMR_TIME_SCALE_ENV, s, SMR_TIME_SCALE_MAX);
+		exit(2);
+	}
+	scale = v;
+	return scale;
+}
+
 /*
  * Byte @off of the test stream named @seed. It depends on the position, so
  * lost, duplicated and reordered bytes all show up as mismatches.

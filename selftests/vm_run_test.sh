@@ -61,7 +61,7 @@ smr_guest_ok() {
 
 echo "TAP version 13"
 # three more on the debug kernel (kmemleak, below)
-if [ "${SMR_VM_KERNEL:-}" = debug ]; then echo "1..63"; else echo "1..60"; fi
+if [ "${SMR_VM_KERNEL:-}" = debug ]; then echo "1..65"; else echo "1..62"; fi
 [ ${#smr_opts[@]} -eq 0 ] || echo "# no smr.ko for the guests' kernel: guests run ${smr_opts[*]}"
 
 # --- kernel names (no boot): scripts/kernel-release through vm-run
@@ -230,6 +230,8 @@ tap_result $? "kmemleak: with no known leaks every report counts"
 tap_result $((! ($? == 2))) "--hosts 3 is rejected with status 2"
 "$vm_run" --no-smr --b true -- true >/dev/null 2>&1
 tap_result $((! ($? == 2))) "--b without --hosts 2 is rejected with status 2"
+SMR_TEST_TIME_SCALE=0 "$vm_run" --no-smr -- true >/dev/null 2>&1
+tap_result $((! ($? == 2))) "SMR_TEST_TIME_SCALE=0 is rejected with status 2"
 
 # --- exit status propagation
 smr_vm false "${smr_opts[@]}" -- false
@@ -244,11 +246,12 @@ smr_check "the guest console was saved" grep -q 'Linux version' "$tmp/true.run/c
 
 # --- one host: environment, network, soft-RoCE
 cat >"$tmp/one-host.sh" <<'EOF'
-repo=$1 mode=$2
+repo=$1 mode=$2 scale=$3
 check() { if eval "$2"; then echo "check $1 ok"; else echo "check $1 FAILED"; fi; }
 check env-host '[ "$SMR_HOST" = a ]'
 check env-addrs '[ "$SMR_SELF_ADDR $SMR_PEER_ADDR $SMR_SELF_ADDR6 $SMR_PEER_ADDR6" = "192.0.2.1 192.0.2.1 fd53:4d52::1 fd53:4d52::1" ]'
 check env-repo '[ "$SMR_REPO" = "$repo" ] && [ "$(pwd)" = "$repo" ]'
+check env-scale '[ "$SMR_TEST_TIME_SCALE" = "$scale" ]'
 check hostname '[ "$(cat /proc/sys/kernel/hostname)" = smr-a ]'
 nic=$(rdma link show rxe0/1 | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
 check rxe-active 'rdma link show rxe0/1 | grep -q "state ACTIVE"'
@@ -271,11 +274,13 @@ wait $! && [ $ok = 0 ] && echo "check rxe-loopback ok" || { echo "check rxe-loop
 echo "artifact from A" >"$SMR_VM_OUT/note"
 EOF
 smr_vm one "${smr_opts[@]}" --mtu 4000 -- \
-	bash "$tmp/one-host.sh" "$repo" "$([ ${#smr_opts[@]} -eq 0 ] && echo smr || echo no-smr)"
+	bash "$tmp/one-host.sh" "$repo" "$([ ${#smr_opts[@]} -eq 0 ] && echo smr || echo no-smr)" \
+	"${SMR_TEST_TIME_SCALE:-1}"
 tap_result "$(smr_rc one)" "--hosts 1 run passes"
 smr_check "SMR_HOST is a" smr_guest_ok one env-host
 smr_check "SMR_SELF/PEER_ADDR(6) are A's own addresses" smr_guest_ok one env-addrs
 smr_check "SMR_REPO is the checkout and the command runs there" smr_guest_ok one env-repo
+smr_check "SMR_TEST_TIME_SCALE is the caller's (1 unless set)" smr_guest_ok one env-scale
 smr_check "hostname is smr-a" smr_guest_ok one hostname
 smr_check "rxe0 exists and is ACTIVE" smr_guest_ok one rxe-active
 smr_check "NIC has 192.0.2.1/24 and fd53:4d52::1/64" smr_guest_ok one addrs

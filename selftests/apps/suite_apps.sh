@@ -43,7 +43,8 @@ iperf_bytes=${SMR_APPS_IPERF_BYTES:-67108864}
 copy_bytes=${SMR_APPS_COPY_BYTES:-33554432}
 redis_n=${SMR_APPS_REDIS_REQUESTS:-10000}
 redis_c=${SMR_APPS_REDIS_CLIENTS:-8}
-app_timeout=300
+# how long one application run may take (time-scaled, guests.sh)
+app_timeout=$(tscale 300)
 
 # Counters that say how many bytes SMR moved by RDMA are rdma_bytes_sent
 # and rdma_bytes_received. Bytes that fell back to the inner TCP connection
@@ -104,7 +105,7 @@ suite_b_setup() {
 	) &
 
 	# Ready means every server is listening; each says so in its own way.
-	for _ in $(seq 600); do
+	for _ in $(seq "$(tscale 600)"); do
 		apps_b_ready && break
 		sleep 0.2
 	done
@@ -112,9 +113,9 @@ suite_b_setup() {
 		log "servers listening"
 		return 0
 	fi
-	log "servers did not all come up in 120 s; logs follow"
+	log "servers did not all come up in $(tscale 120) s; logs follow"
 	tail -n 20 "$out"/*.log
-	echo "its servers did not all come up in 120 s (logs in its SMR_VM_OUT)" >"$out/fatal"
+	echo "its servers did not all come up in $(tscale 120) s (logs in its SMR_VM_OUT)" >"$out/fatal"
 	return 1
 }
 
@@ -258,7 +259,7 @@ case_iperf3_rev6() { iperf_case iperf3_rev6 "$peer6" AF_INET6 rev; }
 # redis: the server's own count of connections and commands, read through smr_run
 # too; the INFO connection itself is counted in total_connections_received.
 redis_info() {
-	timeout 60 "$SMR_RUN" redis-cli -h "$peer" -p 6379 INFO all 2>&1 | tr -d '\r'
+	timeout "$(tscale 60)" "$SMR_RUN" redis-cli -h "$peer" -p 6379 INFO all 2>&1 | tr -d '\r'
 }
 redis_field() {
 	sed -n "s/^$2:\(.*\)/\1/p" "$1" | head -n 1
@@ -315,10 +316,10 @@ redis_roundtrip() {
 	apps_begin "$id"
 	val=$(head -c 12288 /dev/urandom | base64 -w0)
 	t_diag "smr_run redis-cli -h $host SET $key <16384 random base64 chars>; GET $key"
-	timeout 60 "$SMR_RUN" -v redis-cli -h "$host" -p 6379 SET "$key" "$val" \
+	timeout "$(tscale 60)" "$SMR_RUN" -v redis-cli -h "$host" -p 6379 SET "$key" "$val" \
 		>"$work/$id.set" 2>"$work/$id.err"
 	rc1=$?
-	timeout 60 "$SMR_RUN" -v redis-cli -h "$host" -p 6379 GET "$key" \
+	timeout "$(tscale 60)" "$SMR_RUN" -v redis-cli -h "$host" -p 6379 GET "$key" \
 		>"$work/$id.get" 2>>"$work/$id.err"
 	rc2=$?
 	apps_after

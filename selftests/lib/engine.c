@@ -148,14 +148,15 @@ void eng_setup(void)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* the last word if everything else hangs: no summary, so a failure */
-	alarm(eng_opt.timeout_s + tool->alarm_slack_s);
+	alarm((eng_opt.timeout_s + tool->alarm_slack_s) * smr_time_scale());
 
 	table = calloc(eng_opt.nconns, tool->conn_size);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!table || ep < 0)
 		eng_die("setup");
 	eng_t_begin = smr_now_ms();
-	eng_deadline = eng_t_begin + eng_opt.timeout_s * 1000LL;
+	/* -T is the test bed's patience: stretched by its time scale */
+	eng_deadline = eng_t_begin + eng_opt.timeout_s * 1000LL * smr_time_scale();
 }
 
 struct eng_conn *eng_conn(int idx)

@@ -13,6 +13,10 @@
  * struct eng_tool. The options every tool shares are parsed here
  * (eng_parse_opt); which of them a tool offers is its getopt string.
  *
+ * The deadline (-T) and the last-word alarm after it are the test bed's
+ * patience, so both are multiplied by SMR_TEST_TIME_SCALE (smr_time_scale(),
+ * smr_test_lib.h); a tool's own limits that check a kernel bound are not.
+ *
  * Locking and lifetimes: single-threaded. Everything runs from eng_run()'s
  * loop or before it; a connection lives in the engine's table from connect()
  * or accept() to the end of the process, its socket until eng_finish().
@@ -72,7 +76,7 @@ struct eng_opts {
 	int backlog;		/* [-B] server: listen() backlog */
 	int nlisteners;		/* [-L] server: listeners with SO_REUSEPORT */
 	const char *ready_file;	/* [-R] server: created once listening */
-	int timeout_s;		/* [-T] the deadline */
+	int timeout_s;		/* [-T] the deadline, before the time scale */
 	long run_as_uid;	/* [-U] server: drop to it once listening; -1 */
 };
 

@@ -39,6 +39,16 @@
 #   bed_server       B's "serve" runs "${bed_server[@]} server ARGS -R FILE"
 #   ck_log_ok        1: every check that holds is written to the case's diag
 #
+# Time scale: SMR_TEST_TIME_SCALE, a positive integer (1 unless set;
+# selftests/run_tests.sh sets it on the debug kernel, scripts/vm-run hands
+# it to both guests). Every wait here that bounds how long a test-bed step
+# may take (wait_until, rdma_wait_file, wait_detached, B's results, answers
+# and files, socat's timeouts) lasts SECONDS times the scale, as does a
+# traffic tool's -T (smr_test_lib.h); tscale SECONDS scales a suite's own.
+# A wait that checks a documented kernel bound (a link fails within 15 s of
+# its peer going silent, say) is wait_bound, never scaled: the kernel's
+# timers run on wall-clock time on every kernel.
+#
 #   guests.sh a SUITE_FILE        host A: every case, results in SMR_VM_OUT
 #   guests.sh b SUITE_FILE        host B: setup, then the control service
 #   guests.sh handle [SUITE_FILE] one request on stdin (socat runs it)
@@ -81,6 +91,17 @@ suite_tests=()
 suite_run_first=()
 bed_suite=
 bed_suite_file=
+
+bed_time_scale=${SMR_TEST_TIME_SCALE:-1}
+if ! [[ $bed_time_scale =~ ^([1-9][0-9]?|100)$ ]]; then
+	echo "guests.sh: SMR_TEST_TIME_SCALE='$bed_time_scale': want an integer 1..100" >&2
+	exit 2
+fi
+
+# tscale SECONDS: SECONDS times the test bed's time scale.
+tscale() {
+	echo $(($1 * bed_time_scale))
+}
 
 # bed_load SUITE_FILE: the bed's bed.sh and the suite; "" or "-": none.
 bed_load() {
@@ -219,12 +240,13 @@ rdma_smr_res() {
 	return 0
 }
 
-# rdma_wait_unref SECONDS: wait until nothing holds the module (refcnt 0,
-# sockets_active 0); prints "refcnt=N sockets_active=N waited_ms=N".
+# rdma_wait_unref SECONDS: wait (time-scaled) until nothing holds the module
+# (refcnt 0, sockets_active 0); prints "refcnt=N sockets_active=N
+# waited_ms=N".
 rdma_wait_unref() {
 	local i refs active t0
 	t0=$(date +%s%N)
-	for ((i = 0; i < $1 * 10; i++)); do
+	for ((i = 0; i < $1 * bed_time_scale * 10; i++)); do
 		refs=$(cat /sys/module/smr/refcnt 2>/dev/null)
 		active=$(rdma_kv "$RDMA_STATS" sockets_active)
 		[ "${refs:-0}" = 0 ] && [ "${active:-0}" = 0 ] && break
@@ -277,11 +299,11 @@ rdma_kmemleak() {
 	fi
 }
 
-# rdma_wait_file FILE SECONDS [PID]: until FILE exists; 1 on timeout or if
-# PID exited first.
+# rdma_wait_file FILE SECONDS [PID]: until FILE exists (SECONDS
+# time-scaled); 1 on timeout or if PID exited first.
 rdma_wait_file() {
 	local i
-	for ((i = 0; i < $2 * 10; i++)); do
+	for ((i = 0; i < $2 * bed_time_scale * 10; i++)); do
 		[ -e "$1" ] && return 0
 		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
 			[ -e "$1" ]
@@ -293,8 +315,14 @@ rdma_wait_file() {
 }
 
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds; 1 if
-# it did not within SECONDS.
+# it did not within SECONDS (time-scaled: the test bed's patience).
 wait_until() {
+	wait_bound "$(tscale "$1")" "${@:2}"
+}
+
+# wait_bound SECONDS CMD...: the same for a documented kernel bound: SECONDS
+# as given on every kernel.
+wait_bound() {
 	local until=$((SECONDS + $1))
 	shift
 	while ! "$@"; do
@@ -474,8 +502,10 @@ delta_table() {
 
 # b_call VERB ARGS...: one request to host B's control service (A).
 b_call() {
+	local t
+	t=$(tscale 300)
 	printf '%s\n' "$*" |
-		socat -t 300 -T 300 - "TCP:$SMR_PEER_ADDR:$bed_ctl_port" 2>&1
+		socat -t "$t" -T "$t" - "TCP:$SMR_PEER_ADDR:$bed_ctl_port" 2>&1
 }
 
 # start_detached NAME CMD...: run CMD in its own session (the request's
@@ -503,11 +533,11 @@ stop_detached() {
 	return 0
 }
 
-# wait_detached NAME FILE SECONDS: until FILE appears or NAME has ended;
-# true if FILE is there and NAME still runs.
+# wait_detached NAME FILE SECONDS: until FILE appears or NAME has ended
+# (SECONDS time-scaled); true if FILE is there and NAME still runs.
 wait_detached() {
 	local i
-	for ((i = 0; i < $3 * 10; i++)); do
+	for ((i = 0; i < $3 * bed_time_scale * 10; i++)); do
 		[ -e "$2" ] || [ -e "$work/$1.rc" ] && break
 		sleep 0.1
 	done
@@ -540,13 +570,13 @@ b_serve() {
 }
 
 # result NAME SECONDS: wait for server NAME to end (stopped after
-# SECONDS), then its output and "rc=STATUS".
+# SECONDS, time-scaled), then its output and "rc=STATUS".
 b_result() {
 	local name=$1 secs=${2:-60} rc
 	if ! rdma_wait_file "$work/$name.rc" "$secs"; then
 		stop_detached "$name"
 		sleep 0.2
-		echo "rc=stopped after ${secs}s"
+		echo "rc=stopped after $(tscale "$secs")s"
 	fi
 	cat "$work/$name.out" 2>/dev/null
 	sed 's/^/stderr: /' "$work/$name.err" 2>/dev/null
@@ -622,7 +652,7 @@ b_rxe_del() {
 	local out rc
 	rdma link show 2>/dev/null |
 		sed -n 's/^link rxe0\/[0-9]* .* netdev \([^ ]*\).*/\1/p' >"$work/rxe.netdev"
-	out=$(timeout 120 rdma link delete rxe0 2>&1)
+	out=$(timeout "$(tscale 120)" rdma link delete rxe0 2>&1)
 	rc=$?
 	echo "rc=$rc"
 	[ -z "$out" ] || echo "$out"
@@ -640,7 +670,7 @@ b_rxe_add() {
 		echo "fail: rdma link add rxe0 on $dev"
 		return
 	fi
-	for _ in $(seq 100); do
+	for _ in $(seq "$(tscale 100)"); do
 		rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break
 		sleep 0.1
 	done
@@ -651,13 +681,13 @@ b_rxe_add() {
 	fi
 }
 
-# file NAME: the file NAME from B's SMR_VM_OUT, waiting up to 240 s for it
-# to appear (a checksum is written when its transfer ends); "missing" if
-# it never does.
+# file NAME: the file NAME from B's SMR_VM_OUT, waiting up to 240 s
+# (time-scaled) for it to appear (a checksum is written when its transfer
+# ends); "missing" if it never does.
 b_file() {
 	# Only plain names inside SMR_VM_OUT.
 	[[ ${1:-} =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || { echo "bad name"; return; }
-	for _ in $(seq 480); do
+	for _ in $(seq "$(tscale 480)"); do
 		[ -e "$SMR_VM_OUT/$1" ] && break
 		sleep 0.5
 	done
@@ -670,7 +700,7 @@ bed_service() {
 	mkdir -p "$work"
 	echo "${bed_suite:-$bed_name} (B): control service on port $bed_ctl_port"
 	# -t: a request may take minutes after A has sent its line (result)
-	exec socat -t 600 "TCP-LISTEN:$bed_ctl_port,reuseaddr,fork" \
+	exec socat -t "$(tscale 600)" "TCP-LISTEN:$bed_ctl_port,reuseaddr,fork" \
 		"EXEC:$BED_LIB/guests.sh handle ${bed_suite_file:--}"
 }
 
@@ -687,11 +717,11 @@ bed_handle() {
 
 # --- the run --------------------------------------------------------------------
 
-# bed_wait_b SECONDS: until B's service answers; false if it never does or
-# says B's setup failed.
+# bed_wait_b SECONDS: until B's service answers (SECONDS time-scaled);
+# false if it never does or says B's setup failed.
 bed_wait_b() {
 	local r i
-	for ((i = 0; i < $1; i++)); do
+	for ((i = 0; i < $1 * bed_time_scale; i++)); do
 		r=$(b_call ping 2>/dev/null)
 		case $r in
 		pong) return 0 ;;

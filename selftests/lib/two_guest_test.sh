@@ -50,8 +50,10 @@ log=$base/vm-run$tag.log
 vm_run=
 [ -z "$bed_vm_run_var" ] || vm_run=${!bed_vm_run_var:-}
 vm_run=${vm_run:-$repo/scripts/vm-run}
-timeout=900
-[ -z "$bed_timeout_var" ] || timeout=${!bed_timeout_var:-900}
+# vm-run's timeout: 900 s (times the time scale, guests.sh) unless the
+# bed's variable says
+timeout=$(tscale 900)
+[ -z "$bed_timeout_var" ] || timeout=${!bed_timeout_var:-$timeout}
 
 echo "TAP version 13"
 echo "1..${#tests[@]}"
@@ -93,6 +95,7 @@ mkdir -p "$run"
 t0=$SECONDS
 echo "# booting two guests with $ko (vm-run log: ${log#"$repo"/})"
 [ ${#env_words[@]} = 0 ] || echo "# environment: ${env_words[*]}"
+[ "$bed_time_scale" = 1 ] || echo "# time scale $bed_time_scale: the test bed's deadlines and waits last $bed_time_scale times as long (SMR_TEST_TIME_SCALE)"
 SMR_VM_RUN_DIR=$run "$vm_run" --hosts 2 --timeout "$timeout" \
 	--b "${env_words[*]} $lib/guests.sh b $suite_file" \
 	-- "${env_words[*]} $lib/guests.sh a $suite_file" >"$log" 2>&1

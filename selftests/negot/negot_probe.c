@@ -57,7 +57,8 @@
  *   -L N          server: N listeners on the port with SO_REUSEPORT
  *   -B N          server: listen() backlog (default 4096)
  *   -R FILE       server: create FILE once listening
- *   -T SECONDS    give up after this long (default 60); unfinished
+ *   -T SECONDS    give up after this long (default 60) times
+ *                 $SMR_TEST_TIME_SCALE (smr_test_lib.h); unfinished
  *                 connections are reported with err=ETIMEDOUT
  */
 #define _GNU_SOURCE

@@ -97,8 +97,9 @@ client_bg() {
 }
 
 # client_bg_ready NAME SECONDS WHAT ARGS...: client_bg NAME ARGS with
-# -R READY, then up to SECONDS for it to be ready (every connection held,
-# done or 256 KiB each way); the case fails "WHAT within SECONDS s" if not.
+# -R READY, then up to SECONDS (time-scaled) for it to be ready (every
+# connection held, done or 256 KiB each way); the case fails "WHAT within
+# SECONDS s" if not.
 # bg_pid stays the client's.
 client_bg_ready() {
 	local name=$1 secs=$2 what=$3
@@ -106,7 +107,7 @@ client_bg_ready() {
 	rm -f "$work/$name.ready"
 	client_bg "$name" "$@" -R "$work/$name.ready"
 	rdma_wait_file "$work/$name.ready" "$secs" "$bg_pid" ||
-		t_fail "$what within $secs s"
+		t_fail "$what within $(tscale "$secs") s"
 }
 
 # client_bg_wait PID NAME: the background client ended, its output kept.

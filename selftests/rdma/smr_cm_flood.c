@@ -18,7 +18,8 @@
  *                       SMR host accepted before links were authenticated
  *                 v3    version 3 with a random (forged) 128-bit secret
  *   -n COUNT    connection attempts (default 2000)
- *   -T SECONDS  stop starting new attempts after this long (default 15)
+ *   -T SECONDS  stop starting new attempts after this long (default 15;
+ *               the flood's length, not a deadline: never time-scaled)
  *   -w WINDOW   attempts under way at once (default 32)
  *   -R FILE     created once every attempt has ended (the flood's state
  *               is then what stays)
@@ -32,7 +33,8 @@
  * errors=N unfinished=N disconnected=N qp=0|1 elapsed_ms=N" when every
  * attempt has ended (accepted: the listener answered with an accept;
  * rejected: with a reject; errors: address, route or connect errors,
- * unreachable; unfinished: still under way after the grace period), then
+ * unreachable; unfinished: still under way after the grace period, 10 s
+ * times $SMR_TEST_TIME_SCALE: the test bed's patience), then
  * "held ... disconnected=N" after the hold. Exit status 0, or 2 if the
  * tool itself could not run (usage, no rdma_cm).
  */
@@ -49,6 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
+
+#include "smr_test_lib.h"
 
 #define FLOOD_PORT_DEFAULT	7609
 #define FLOOD_COUNT_DEFAULT	2000
@@ -373,7 +377,7 @@ int main(int argc, char **argv)
 			launch(ch, &conns[next++]);
 		pump(ch, FLOOD_POLL_MS);
 	}
-	grace_end = now_ms() + FLOOD_GRACE_MS;
+	grace_end = now_ms() + FLOOD_GRACE_MS * smr_time_scale();
 	while (st.under_way && now_ms() < grace_end)
 		pump(ch, FLOOD_POLL_MS);
 	for (i = 0; i < next; i++)

@@ -70,13 +70,15 @@
  *                byte so far intact) after the -X trigger and within -W
  *                seconds of it; the mode is checked when it became usable
  *   -X FILE      -F: the moment FILE appears is the trigger
- *   -W SECONDS   -F: how long after the trigger connections may live (30)
+ *   -W SECONDS   -F: how long after the trigger connections may live (30;
+ *                a check of the kernel's reaction: never time-scaled)
  *   -H FILE      hold: once -h bytes went each way, stop moving data (no
  *                shutdown) until FILE appears, then go on
  *   -h BYTES     where -H holds (default: the whole stream)
  *   -R FILE      server: create FILE once listening; client: once every
  *                connection is held (-H), done, or moved 256 KiB each way
- *   -T SECONDS   give up after this long (default 300)
+ *   -T SECONDS   give up after this long (default 300), times
+ *                $SMR_TEST_TIME_SCALE (smr_test_lib.h)
  *   -B BACKLOG   server: listen() backlog (default 4096)
  *   -U UID       server: once listening, drop to UID (and its gid) before
  *                accepting, as a privilege-dropping server does

@@ -167,10 +167,12 @@ case_privdrop() {
 	t_end
 }
 
-# wait_settled HOST: sockets_active of HOST (a|b) and its conns drain (30 s).
+# wait_settled HOST: sockets_active of HOST (a|b) and its conns drain (30 s,
+# time-scaled).
 wait_settled() {
-	local i active conns
-	for i in $(seq 150); do
+	local i active conns n
+	n=$(tscale 150)
+	for i in $(seq "$n"); do
 		if [ "$1" = a ]; then
 			conns=$(awk 'NR > 1' /proc/net/smr/conns | wc -l)
 			active=$(rdma_stats | awk '$1 == "sockets_active" { print $2 }')
@@ -179,7 +181,7 @@ wait_settled() {
 			active=$(b_call stats | awk '$1 == "sockets_active" { print $2 }')
 		fi
 		[ "$conns" = 0 ] && [ "${active:-1}" = 0 ] && return 0
-		[ "$i" -lt 150 ] && sleep 0.2
+		[ "$i" -lt "$n" ] && sleep 0.2
 	done
 	echo "$1: $conns connections, $active sockets active"
 	return 1

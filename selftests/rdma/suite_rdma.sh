@@ -170,11 +170,11 @@ case_links() {
 	t_end
 }
 
-# links_drained SECONDS: wait until no connection is attached to a link on
-# either host (closed sockets hand their buffers back to the pool), however
-# many links there are (none included).
+# links_drained SECONDS: wait (time-scaled) until no connection is attached
+# to a link on either host (closed sockets hand their buffers back to the
+# pool), however many links there are (none included).
 links_drained() {
-	local until=$((SECONDS + $1))
+	local until=$((SECONDS + $(tscale "$1")))
 	while :; do
 		rdma_links >"$work/drain.a.links"
 		b_call links >"$work/drain.b.links"
@@ -497,7 +497,8 @@ sysctl_both() {
 # links_idle_out: no connection attached anywhere, every link on both
 # hosts idles out (their pools go with them), then the idle timeout is
 # back to what it was. A link idle already keeps the timeout it was given
-# (30 s): false if they were not all gone within 45 s.
+# (30 s): false if they were not all gone within 45 s (the kernel's idle
+# timer: never time-scaled).
 links_idle_out() {
 	local saved until gone=1
 	links_drained 60 || t_diag "connections still attached before the links idle out"
@@ -731,7 +732,7 @@ case_pool() {
 	done
 	links_drained 60 || t_fail "connections still attached 60 s after they closed"
 	# what the pools could not keep is freed by a work item: a moment
-	until=$((SECONDS + 10))
+	until=$((SECONDS + $(tscale 10)))
 	while :; do
 		snap_stats pool.mid
 		[ "$(stat_of pool.mid a buffer_bytes_pinned)" -le "$pool_link_max" ] 2>/dev/null &&

@@ -39,7 +39,7 @@ b_sockets_active() {
 stress() {
 	local name=$1
 	shift
-	timeout 600 "$stress_tool" "$@" >"$work/$name" 2>"$work/$name.err"
+	timeout "$(tscale 600)" "$stress_tool" "$@" >"$work/$name" 2>"$work/$name.err"
 	echo "rc=$?" >>"$work/$name"
 	cp "$work/$name" "$out/conns/"
 }
@@ -49,10 +49,11 @@ stress_kv() {
 	sed -n "s/^summary .*\\b$2=\\([^ ]*\\).*/\\1/p" "$1"
 }
 
-# sockets_settle: A's and B's sockets_active back to 0 within 30 s.
+# sockets_settle: A's and B's sockets_active back to 0 within 30 s
+# (time-scaled).
 sockets_settle() {
 	local a b
-	for _ in $(seq 150); do
+	for _ in $(seq "$(tscale 150)"); do
 		a=$(awk '$1 == "sockets_active" { print $2 }' /proc/net/smr/stats)
 		b=$(b_call sockets_active)
 		[ "$a" = 0 ] && [ "$b" = 0 ] && return 0
