@@ -457,7 +457,7 @@ ck_rdma_deltas() {
 # sock until both final CDCs are exchanged), or after 20 s.
 snap_settled() {
 	local i
-	for ((i = 0; i < 40; i++)); do
+	for ((i = 0; i < $(tscale 40); i++)); do
 		snap_stats "$1"
 		[ "$(delta "$2" "$1" a sockets_active)/$(delta "$2" "$1" b sockets_active)" = 0/0 ] &&
 			break
@@ -477,7 +477,7 @@ cap_start() {
 		"(ip and tcp[tcpflags] & tcp-syn != 0 and not net $FLOOD_SPOOF_NET) or (ip6 and ip6[6] == 6 and ip6[53] & 2 != 0)" \
 		2>"$work/tcpdump.err" &
 	tcpdump_pid=$!
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < $(tscale 100); i++)); do
 		grep -q 'listening on' "$work/tcpdump.err" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -1313,7 +1313,7 @@ case_flood_spoofed_syn() {
 	# the burst
 	forged_burst sf 6401 $n
 	# every SYN is in once B's counters moved for all of them
-	for _ in $(seq 30); do
+	for _ in $(seq "$(tscale 30)"); do
 		snap_stats sf.burst
 		v=$(delta sf.before sf.burst b negotiation_refused_listen)
 		[[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge $((n - 2 * bound)) ] && break
@@ -1389,7 +1389,7 @@ case_flood_listener_share() {
 
 	forged_burst ls 6601 $n
 	# every SYN is in once B recorded or refused (nearly) all of them
-	for _ in $(seq 30); do
+	for _ in $(seq "$(tscale 30)"); do
 		snap_stats ls.full
 		rec=$(delta ls.before ls.full b negotiation_records)
 		ref=$(delta ls.before ls.full b negotiation_refused_listen)
@@ -1485,7 +1485,7 @@ case_flood_memcg() {
 
 	"$flood" syn -a "$peer" -p 6701 -n $n -S "$FLOOD_SPOOF_NET" >"$work/mc.burst" 2>&1
 	t_diag "burst: $(cat "$work/mc.burst")"
-	for _ in $(seq 30); do
+	for _ in $(seq "$(tscale 30)"); do
 		snap_stats mc.full
 		rec=$(delta mc.before mc.full b negotiation_records)
 		[[ $rec =~ ^[0-9]+$ ]] && [ "$rec" -ge $cap ] && break
@@ -1690,7 +1690,7 @@ case_flood_netns_isolation() {
 	ck "B's namespace deleted" "$r" eq ok
 	# the namespace's exit and TCP's request socks go in the background:
 	# the figure once Slab is within 4 MiB of where it was (at most 60 s)
-	for ((i = 0; i < 30; i++)); do
+	for ((i = 0; i < $(tscale 30); i++)); do
 		sleep 2
 		s_after=$(slab_kb b)
 		[[ $s_after =~ ^[0-9]+$ ]] && [ "$s_after" -le $((s_before + 4096)) ] && break

@@ -323,7 +323,7 @@ case_idle() {
 	t_file "A's links once up" "$work/idle.up.a.links"
 	t_file "B's links once up" "$work/idle.up.b.links"
 	t0=$SECONDS
-	wait_until 15 links_gone
+	wait_bound 15 links_gone
 	t_gone=$((SECONDS - t0))
 	ck "A's links 15 s after a link came up that no connection used" \
 		"$(rdma_links | rdma_links_count -)" eq 0
