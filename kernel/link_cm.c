@@ -47,7 +47,7 @@
  * Grants (link_core.h) are listed in the order they were made (stamped
  * under smr_link_grants_lock), so the list's head is the oldest: a full
  * table drops, for a new grant, one at least SMR_LINK_GRANT_MIN_AGE old of
- * the address holding the most (links_grants_evicted); a renewal extends a
+ * the peer holding the most (links_grants_evicted); a renewal extends a
  * grant's lifetime in place, never its age.
  *
  * Shares (link_core.h): the peers' links together hold at most half of
@@ -93,7 +93,7 @@ struct smr_link_grant {
 	struct list_head	node;		/* on smr_link_grants, oldest first */
 	struct in6_addr		laddr;		/* ours, as the request must reach */
 	struct in6_addr		raddr;		/* the peer's, as it must come from */
-	unsigned long		made;		/* jiffies; renewals keep it */
+	u64			made;		/* jiffies64; renewals keep it */
 	unsigned long		expires;	/* jiffies */
 	u8			secret[SMR_LINK_SECRET_LEN];
 };
@@ -127,26 +127,42 @@ static bool smr_link_grant_match(const struct smr_link_grant *g,
 }
 
 /*
+ * One peer, for a full grant table's choice: an IPv4 address, or an IPv6
+ * /64 (whoever has one address of it has them all, as for the buffers
+ * held before accept()).
+ */
+static bool smr_link_grant_same_peer(const struct in6_addr *a,
+				     const struct in6_addr *b)
+{
+	if (ipv6_addr_v4mapped(a) || ipv6_addr_v4mapped(b))
+		return ipv6_addr_equal(a, b);
+	return ipv6_prefix_equal(a, b, SMR_LINK_GRANT_PEER_PREFIX6);
+}
+
+/*
  * The grant a full table gives up for a new one: of those at least
- * SMR_LINK_GRANT_MIN_AGE old, one of the peer address holding the most
- * grants, its oldest (the list runs oldest first). A host filling the
- * table from many addresses, four grants each, so loses its own before a
- * peer with one grant loses that: a legitimate connect whose first rdma_cm
- * request was lost and retried (seconds) keeps its grant. NULL: all are
- * younger. Caller holds smr_link_grants_lock.
+ * SMR_LINK_GRANT_MIN_AGE old, one of the peer (smr_link_grant_same_peer())
+ * holding the most grants, its oldest (the list runs oldest first). A host
+ * filling the table from many addresses, four grants each, so loses its
+ * own before a peer with one grant loses that: a legitimate connect whose
+ * first rdma_cm request was lost and retried (seconds) keeps its grant.
+ * NULL: all are younger. Caller holds smr_link_grants_lock.
  */
 static struct smr_link_grant *smr_link_grant_victim_locked(void)
 {
 	struct smr_link_grant *g, *peer, *victim = NULL;
 	unsigned int of_peer, most = 0;
+	u64 now = get_jiffies_64();
 
 	lockdep_assert_held(&smr_link_grants_lock);
 	list_for_each_entry(g, &smr_link_grants, node) {
-		if (time_before(jiffies, g->made + SMR_LINK_GRANT_MIN_AGE))
+		if (time_before64(now, g->made + SMR_LINK_GRANT_MIN_AGE))
 			break;		/* the rest are younger still */
+		/* a peer's first grant counts all of the peer's: from here */
 		of_peer = 0;
-		list_for_each_entry(peer, &smr_link_grants, node)
-			if (ipv6_addr_equal(&peer->raddr, &g->raddr))
+		peer = g;
+		list_for_each_entry_from(peer, &smr_link_grants, node)
+			if (smr_link_grant_same_peer(&peer->raddr, &g->raddr))
 				of_peer++;
 		if (of_peer > most) {
 			most = of_peer;
@@ -163,10 +179,10 @@ static struct smr_link_grant *smr_link_grant_victim_locked(void)
  * request for the same link (another connection waiting on it) renews the
  * first's lifetime, not its age. A peer's grants past
  * SMR_LINK_GRANTS_PER_PEER make room from its own oldest; a full table
- * from one at least SMR_LINK_GRANT_MIN_AGE old, of the address holding
- * the most (smr_link_grant_victim_locked(); links_grants_evicted), so
+ * from one at least SMR_LINK_GRANT_MIN_AGE old, of the peer holding the
+ * most (smr_link_grant_victim_locked(); links_grants_evicted), so
  * that hosts that ask for grants and never connect cannot keep every
- * other peer's new links out, short of making more than
+ * other peer's new links out, short of making at least
  * SMR_LINK_GRANTS_MAX grants every SMR_LINK_GRANT_MIN_AGE (then
  * links_grants_full). 0, or -ENETUNREACH (links live in init_net only),
  * -EBUSY (the peer, or this host, has all the links it may, or the table
@@ -201,8 +217,8 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 
 	spin_lock_bh(&smr_link_grants_lock);
 	/* under the lock: the list stays in the order of making */
-	g->made = jiffies;
-	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
+	g->made = get_jiffies_64();
+	g->expires = jiffies + SMR_LINK_GRANT_TIMEOUT;
 	list_for_each_entry_safe(tmp, oldest, &smr_link_grants, node)
 		if (time_after_eq(jiffies, tmp->expires))
 			smr_link_grant_del_locked(tmp);
@@ -237,16 +253,14 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 		smr_link_ngrants++;
 		g = NULL;
 	} else {
-		err = -EBUSY;
+		err = -EBUSY;	/* full of grants younger than the minimum */
 	}
 	spin_unlock_bh(&smr_link_grants_lock);
 	kfree(g);
 	if (evicted)
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTS_EVICTED);
-	if (err)
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTS_FULL);
-	else
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_GRANTED);
+	smr_stat_inc(&init_net, err ? SMR_STAT_LINKS_GRANTS_FULL :
+				      SMR_STAT_LINKS_GRANTED);
 	return err;
 }
 

@@ -61,9 +61,9 @@
  * grant this host made over an SMR handshake (smr_link_grant()); grants
  * live until their link's setup would have failed anyway, and are bounded
  * per peer address (its oldest goes first) and in all (a full table drops
- * a grant at least SMR_LINK_GRANT_MIN_AGE old, of the address holding the
- * most: a host filling it from many addresses loses its own first, and to
- * keep it full of grants younger than that must make more than
+ * a grant at least SMR_LINK_GRANT_MIN_AGE old, of the peer (IPv4 address,
+ * IPv6 /64) holding the most: a host filling it from many addresses loses its own first, and to
+ * keep it full of grants younger than that must make at least
  * SMR_LINK_GRANTS_MAX of them every SMR_LINK_GRANT_MIN_AGE; a table of
  * younger ones refuses, links_grants_full, and that connection falls back
  * to TCP). Links are bounded in all
@@ -78,6 +78,7 @@
 #define SMR_LINK_GRANTS_PER_PEER	4
 #define SMR_LINK_GRANTS_MAX		64
 #define SMR_LINK_GRANT_MIN_AGE		HZ	/* evictable from then on */
+#define SMR_LINK_GRANT_PEER_PREFIX6	64	/* one IPv6 peer, for eviction */
 #define SMR_LINKS_PER_PEER		8
 #define SMR_LINKS_PASSIVE_SHARE		2	/* peers': links_max / 2 */
 #define SMR_LINKS_USER_SHARE		4	/* one user's: links_max / 4 */
