@@ -87,6 +87,7 @@
  * owed, so both ends can never be left without one.
  */
 #include <linux/delay.h>
+#include <linux/irq_work.h>
 #include <linux/moduleparam.h>
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
@@ -201,20 +202,20 @@ struct smr_buf_pool *smr_link_pool(struct smr_link *link)
 }
 
 /*
- * Any context: take the link down once; the work does the rest. True if
- * this call did (not one before it, nor a passive link's accept that
- * still owns its end).
+ * Process or softirq context (never hard interrupt: @lock is BH-only, see
+ * smr_link_qp_event()): take the link down once; the work does the rest.
+ * True if this call did (not one before it, nor a passive link's accept
+ * that still owns its end).
  */
 bool smr_link_down(struct smr_link *link)
 {
-	unsigned long flags;
 	bool queue;
 
-	spin_lock_irqsave(&link->lock, flags);
+	spin_lock_bh(&link->lock);
 	queue = !link->down;
 	link->down = true;
 	WRITE_ONCE(link->state, SMR_LINK_DEAD);
-	spin_unlock_irqrestore(&link->lock, flags);
+	spin_unlock_bh(&link->lock);
 	/* registrations waiting for room give up */
 	wake_up(&link->reg_wait);
 	if (!queue)
@@ -808,6 +809,23 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 	return 0;
 }
 
+/* The work a fatal QP event queued: the link goes, counted. */
+static void smr_link_qp_fatal(struct work_struct *work)
+{
+	struct smr_link *link = container_of(work, struct smr_link,
+					     qp_fatal_work);
+
+	smr_link_fail(link, ib_event_msg(link->qp_fatal_event));
+	smr_link_put(link);
+}
+
+/*
+ * The QP's asynchronous events. A driver may raise them in hard interrupt
+ * context (its event queue's interrupt handler), where @lock (BH) must not
+ * be taken: the first fatal one queues the work that takes the link down,
+ * holding a reference (the QP, and so this handler, go before the link's
+ * last reference).
+ */
 static void smr_link_qp_event(struct ib_event *event, void *context)
 {
 	struct smr_link *link = context;
@@ -817,15 +835,96 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
 	case IB_EVENT_QP_REQ_ERR:
 	case IB_EVENT_QP_ACCESS_ERR:
 	case IB_EVENT_DEVICE_FATAL:
-		pr_info_ratelimited("link %u: %s: link down\n", link->id,
-				    ib_event_msg(event->event));
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
+		if (test_and_set_bit(0, &link->qp_fatal_queued))
+			break;
+		link->qp_fatal_event = event->event;
+		kref_get(&link->ref);
+		queue_work(smr_link_wq, &link->qp_fatal_work);
 		break;
 	default:
 		break;
 	}
 }
+
+#ifdef SMR_TEST_HOOKS
+/*
+ * fault_link_qp_fatal_irq (write only): writing any value delivers
+ * IB_EVENT_QP_FATAL to an active link's QP event handler from hard
+ * interrupt context (a hard irq_work), as a driver raising it from its
+ * interrupt handler does; -ENOENT if no link is active, -EBUSY while the
+ * last one is under way. The irq_work holds a reference on the link, which
+ * a work drops (the last one frees; not in hard interrupt context).
+ */
+static struct smr_link *smr_link_test_irq_link;
+
+static void smr_link_test_irq_put(struct work_struct *work)
+{
+	struct smr_link *link = xchg(&smr_link_test_irq_link, NULL);
+
+	if (link)
+		smr_link_put(link);
+}
+
+static DECLARE_WORK(smr_link_test_irq_put_work, smr_link_test_irq_put);
+
+static void smr_link_test_qp_fatal_irq(struct irq_work *work)
+{
+	struct smr_link *link = READ_ONCE(smr_link_test_irq_link);
+	struct ib_event event = {
+		.device		= link->ibdev,
+		.element.qp	= link->qp,
+		.event		= IB_EVENT_QP_FATAL,
+	};
+
+	pr_info("test fault: QP fatal event in hard interrupt context: %d\n",
+		!!in_hardirq());
+	smr_link_qp_event(&event, link);
+	schedule_work(&smr_link_test_irq_put_work);
+}
+
+static struct irq_work smr_link_test_irq =
+	IRQ_WORK_INIT_HARD(smr_link_test_qp_fatal_irq);
+
+static int smr_link_test_qp_fatal_set(const char *val,
+				      const struct kernel_param *kp)
+{
+	struct smr_link *link, *found = NULL;
+
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node) {
+		if (READ_ONCE(link->state) == SMR_LINK_ACTIVE) {
+			kref_get(&link->ref);	/* the list holds one */
+			found = link;
+			break;
+		}
+	}
+	spin_unlock_bh(&smr_links_lock);
+	if (!found)
+		return -ENOENT;
+	if (cmpxchg(&smr_link_test_irq_link, NULL, found)) {
+		smr_link_put(found);
+		return -EBUSY;
+	}
+	irq_work_queue(&smr_link_test_irq);
+	return 0;
+}
+
+static const struct kernel_param_ops smr_link_test_qp_fatal_ops = {
+	.set	= smr_link_test_qp_fatal_set,
+};
+
+module_param_cb(fault_link_qp_fatal_irq, &smr_link_test_qp_fatal_ops, NULL,
+		0200);
+MODULE_PARM_DESC(fault_link_qp_fatal_irq,
+		 "test only: write to deliver a fatal QP event to an active link from hard interrupt context");
+
+/* Module exit: the injected event and its reference are done with. */
+void smr_link_test_exit(void)
+{
+	irq_work_sync(&smr_link_test_irq);
+	flush_work(&smr_link_test_irq_put_work);
+}
+#endif
 
 static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -921,6 +1020,7 @@ struct smr_link *smr_link_alloc(bool active_side, work_func_t connect)
 	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
 	link->keepalive_cqe.done = smr_link_keepalive_done;
 	INIT_WORK(&link->teardown_work, smr_link_teardown);
+	INIT_WORK(&link->qp_fatal_work, smr_link_qp_fatal);
 	INIT_WORK(&link->connect_work, connect);
 	smr_buf_pool_init(&link->pool, smr_link_post_reg);
 	link->active_side = active_side;

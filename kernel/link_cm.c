@@ -928,6 +928,7 @@ err_wq:
 void smr_link_exit(void)
 {
 	rdma_destroy_id(smr_cm_listener);
+	smr_link_test_exit();
 	smr_link_devices_gone(NULL);
 	/* links that raced into the list behind the flush */
 	while (!list_empty_careful(&smr_links))

@@ -174,6 +174,13 @@ struct smr_link {
 	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
 	unsigned long		send_progress;
 	struct work_struct	teardown_work;
+	/*
+	 * A fatal QP event's work, queued once (bit 0 of @qp_fatal_queued,
+	 * atomic); @qp_fatal_event is written before it is queued.
+	 */
+	unsigned long		qp_fatal_queued;
+	enum ib_event_type	qp_fatal_event;
+	struct work_struct	qp_fatal_work;
 };
 
 extern struct list_head smr_links;
@@ -198,6 +205,7 @@ enum smr_link_fault {
 #ifdef SMR_TEST_HOOKS
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
+void smr_link_test_exit(void);
 #else
 /* The test module's fault @fault is due now: never in the product. */
 static inline bool smr_link_test_fault(enum smr_link_fault fault)
@@ -210,6 +218,9 @@ static inline int smr_link_test_accept_fails(struct smr_link *link)
 {
 	return -EIO;
 }
+
+/* The test module's pending faults are done with: none in the product. */
+static inline void smr_link_test_exit(void) { }
 #endif
 
 struct smr_link *smr_link_alloc(bool active_side, work_func_t connect);
