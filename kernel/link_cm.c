@@ -93,8 +93,12 @@ struct smr_link_grant {
 	struct list_head	node;		/* on smr_link_grants, oldest first */
 	struct in6_addr		laddr;		/* ours, as the request must reach */
 	struct in6_addr		raddr;		/* the peer's, as it must come from */
-	u64			made;		/* jiffies64; renewals keep it */
-	unsigned long		expires;	/* jiffies */
+	/*
+	 * jiffies64, both: a grant nobody renews or takes waits for the next
+	 * grant's sweep, which on 32 bits may come after jiffies wrapped
+	 */
+	u64			made;		/* renewals keep it */
+	u64			expires;
 	u8			secret[SMR_LINK_SECRET_LEN];
 };
 
@@ -218,9 +222,9 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	spin_lock_bh(&smr_link_grants_lock);
 	/* under the lock: the list stays in the order of making */
 	g->made = get_jiffies_64();
-	g->expires = jiffies + SMR_LINK_GRANT_TIMEOUT;
+	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
 	list_for_each_entry_safe(tmp, oldest, &smr_link_grants, node)
-		if (time_after_eq(jiffies, tmp->expires))
+		if (time_after_eq64(g->made, tmp->expires))
 			smr_link_grant_del_locked(tmp);
 	oldest = NULL;
 	list_for_each_entry(tmp, &smr_link_grants, node) {
@@ -277,7 +281,7 @@ static bool smr_link_grant_take(const struct in6_addr *laddr,
 	spin_lock_bh(&smr_link_grants_lock);
 	list_for_each_entry(g, &smr_link_grants, node) {
 		if (smr_link_grant_match(g, laddr, raddr, secret)) {
-			found = time_before(jiffies, g->expires);
+			found = time_before64(get_jiffies_64(), g->expires);
 			smr_link_grant_del_locked(g);
 			break;
 		}
