@@ -30,7 +30,9 @@
  * happens under it, so a post never races with teardown. It nests inside
  * a connection's lock (a CDC is posted under both). References (kref): the
  * list holds one until teardown ends, every attached user holds one, as
- * do lookups and the queued idle and teardown works. A user on @tx_wait,
+ * do lookups and the queued idle, teardown and fatal QP event works. A
+ * QP's events may come in hard interrupt context, where no SMR lock is
+ * taken: a fatal one queues its work (smr_link_qp_event()). A user on @tx_wait,
  * and a posted CDC slot, hold a reference on the user's owner
  * (smr_link_ops.hold), dropped when it leaves the list or completes. The
  * rdma_cm id is destroyed by the teardown work only (never in its own
@@ -225,12 +227,17 @@ bool smr_link_down(struct smr_link *link)
 	return true;
 }
 
-/* A user found the link broken (@why): it goes, counted. */
+/*
+ * A user found the link broken (@why): it goes, counted once, by whoever
+ * takes it down (a fatal QP event's work usually comes after the QP's
+ * flushes did).
+ */
 void smr_link_fail(struct smr_link *link, const char *why)
 {
+	if (!smr_link_down(link))
+		return;
 	pr_info_ratelimited("link %u: %s: link down\n", link->id, why);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-	smr_link_down(link);
 }
 
 /*
@@ -848,14 +855,18 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
 
 #ifdef SMR_TEST_HOOKS
 /*
- * fault_link_qp_fatal_irq (write only): writing any value delivers
- * IB_EVENT_QP_FATAL to an active link's QP event handler from hard
- * interrupt context (a hard irq_work), as a driver raising it from its
- * interrupt handler does; -ENOENT if no link is active, -EBUSY while the
- * last one is under way. The irq_work holds a reference on the link, which
- * a work drops (the last one frees; not in hard interrupt context).
+ * fault_link_qp_fatal_irq (write only): writing any value does to an
+ * active link what a device's fatal QP error does: the QP goes to error
+ * (its posted requests flush) and IB_EVENT_QP_FATAL reaches the QP's event
+ * handler in hard interrupt context (a hard irq_work), as from a driver's
+ * interrupt handler. -ENOENT if no link is active, -EBUSY while the last
+ * one is under way. The irq_work holds a reference on the link, which a
+ * work drops (the last one frees: not in hard interrupt context). Writes
+ * are serialized by the module's parameter lock, which module exit takes
+ * to stop them (sysfs parameters outlive ->exit()).
  */
 static struct smr_link *smr_link_test_irq_link;
+static bool smr_link_test_exiting;	/* under kernel_param_lock() */
 
 static void smr_link_test_irq_put(struct work_struct *work)
 {
@@ -872,7 +883,6 @@ static void smr_link_test_qp_fatal_irq(struct irq_work *work)
 	struct smr_link *link = READ_ONCE(smr_link_test_irq_link);
 	struct ib_event event = {
 		.device		= link->ibdev,
-		.element.qp	= link->qp,
 		.event		= IB_EVENT_QP_FATAL,
 	};
 
@@ -888,8 +898,11 @@ static struct irq_work smr_link_test_irq =
 static int smr_link_test_qp_fatal_set(const char *val,
 				      const struct kernel_param *kp)
 {
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct smr_link *link, *found = NULL;
 
+	if (smr_link_test_exiting)
+		return -ENODEV;
 	spin_lock_bh(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
 		if (READ_ONCE(link->state) == SMR_LINK_ACTIVE) {
@@ -905,6 +918,11 @@ static int smr_link_test_qp_fatal_set(const char *val,
 		smr_link_put(found);
 		return -EBUSY;
 	}
+	/* the teardown's fence: its QP stays while we hold this */
+	mutex_lock(&found->setup_mutex);
+	if (READ_ONCE(found->state) == SMR_LINK_ACTIVE)
+		ib_modify_qp(found->qp, &attr, IB_QP_STATE);
+	mutex_unlock(&found->setup_mutex);
 	irq_work_queue(&smr_link_test_irq);
 	return 0;
 }
@@ -916,11 +934,14 @@ static const struct kernel_param_ops smr_link_test_qp_fatal_ops = {
 module_param_cb(fault_link_qp_fatal_irq, &smr_link_test_qp_fatal_ops, NULL,
 		0200);
 MODULE_PARM_DESC(fault_link_qp_fatal_irq,
-		 "test only: write to deliver a fatal QP event to an active link from hard interrupt context");
+		 "test only: write to fail an active link's QP and deliver its fatal QP event from hard interrupt context");
 
-/* Module exit: the injected event and its reference are done with. */
+/* Module exit: no more injected events; the last one is done with. */
 void smr_link_test_exit(void)
 {
+	kernel_param_lock(THIS_MODULE);
+	smr_link_test_exiting = true;
+	kernel_param_unlock(THIS_MODULE);
 	irq_work_sync(&smr_link_test_irq);
 	flush_work(&smr_link_test_irq_put_work);
 }
@@ -1064,12 +1085,22 @@ void smr_link_abandon(struct smr_link *link)
 	link->cm_id = NULL;
 }
 
-/* Free what smr_link_create_qp() made; the QP must be drained. */
+/*
+ * Free what smr_link_create_qp() made; the QP must be drained. Process
+ * context (a queued fatal QP event's work is waited for).
+ */
 void smr_link_free_resources(struct smr_link *link)
 {
 	if (link->qp)
 		rdma_destroy_qp(link->cm_id);
-	link->qp = NULL;
+	WRITE_ONCE(link->qp, NULL);
+	/*
+	 * No QP event comes now; one that came before has its work queued,
+	 * holding a reference, and a link that fails its setup is freed
+	 * regardless of references (smr_link_discard()): the work goes first.
+	 */
+	if (cancel_work_sync(&link->qp_fatal_work))
+		smr_link_put(link);
 	if (link->cq)
 		ib_free_cq(link->cq);
 	link->cq = NULL;
