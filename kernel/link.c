@@ -857,13 +857,14 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
 /*
  * fault_link_qp_fatal_irq (write only): writing any value does to an
  * active link what a device's fatal QP error does: the QP goes to error
- * (its posted requests flush) and IB_EVENT_QP_FATAL reaches the QP's event
- * handler in hard interrupt context (a hard irq_work), as from a driver's
- * interrupt handler. -ENOENT if no link is active, -EBUSY while the last
- * one is under way. The irq_work holds a reference on the link, which a
- * work drops (the last one frees: not in hard interrupt context). Writes
- * are serialized by the module's parameter lock, which module exit takes
- * to stop them (sysfs parameters outlive ->exit()).
+ * (its posted requests flush, and the link goes down on the first), then
+ * IB_EVENT_QP_FATAL reaches the QP's event handler in hard interrupt
+ * context (a hard irq_work), as from a driver's interrupt handler.
+ * -ENOENT if no link is active, -EBUSY while the last one is under way.
+ * The irq_work holds a reference on the link, which a work drops (the
+ * last one frees: not in hard interrupt context). Writes are serialized
+ * by the module's parameter lock, which module exit takes to stop them
+ * (sysfs parameters outlive ->exit()).
  */
 static struct smr_link *smr_link_test_irq_link;
 static bool smr_link_test_exiting;	/* under kernel_param_lock() */
@@ -923,6 +924,8 @@ static int smr_link_test_qp_fatal_set(const char *val,
 	if (READ_ONCE(found->state) == SMR_LINK_ACTIVE)
 		ib_modify_qp(found->qp, &attr, IB_QP_STATE);
 	mutex_unlock(&found->setup_mutex);
+	/* the order a device often shows: the flushes first, then the event */
+	msleep(SMR_LINK_TEST_FLUSH_WAIT_MS);
 	irq_work_queue(&smr_link_test_irq);
 	return 0;
 }
