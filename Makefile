@@ -18,7 +18,8 @@
 #   make check-debug   the whole suite on the debug kernel, 2 vCPUs a guest,
 #                      plus failinject and fuzz (trinity); fails if the
 #                      debug kernel is not built (make debug-kernel), never
-#                      runs on another kernel
+#                      runs on another kernel; SUITES="faults churn" runs
+#                      those only (the whole takes many hours: in parts)
 #   make check-kernels the api and rdma suites on 6.1 and on 6.12 PREEMPT_RT,
 #                      the dkms suite on 6.1 and 6.12
 #   make demo          two guests, an unmodified app through smr_run
@@ -99,7 +100,7 @@ check-debug: deps modules user
 	@$(REPO)/scripts/debug-kernel >/dev/null
 	@$(REPO)/scripts/build-copy debug
 	@$(REPO)/scripts/build-copy --test debug
-	@SMR_VM_KERNEL=debug SMR_VM_SMP=2 $(REPO)/selftests/run_tests.sh
+	@SMR_VM_KERNEL=debug SMR_VM_SMP=2 $(REPO)/selftests/run_tests.sh $(SUITES)
 
 # DKMS builds smr.ko inside the guest (about 4 minutes under TCG): too slow
 # for make check, so here, on the oldest and the newest kernel.
