@@ -26,8 +26,7 @@ faults_conns=4
 
 # roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
 b_roce_drop() {
-	roce_drop "$1"
-	echo ok
+	if roce_drop "$1"; then echo ok; else echo "nft failed: $?"; fi
 }
 
 # rmmod_now: rmmod smr once its sockets are gone; "rc=N ...".
@@ -120,15 +119,17 @@ bulk_until_ready() {
 }
 
 case_partition() {
-	local pid t0 ok_n r
+	local pid t0 ok_n r t_ask
 	t_begin partition
 	bulk_until_ready part 6130 || { t_end; return; }
 	pid=$bg_pid
 	# the 30 s run from the partition, not from asking B for it (on the
 	# debug kernel B's control service takes seconds to start nft)
+	t_ask=$(date +%s%N)
 	r=$(b_call roce_drop on)
 	: >"$work/part.trigger"
 	t0=$SECONDS
+	t_ask=$((($(date +%s%N) - t_ask) / 1000000))
 	ck "B drops RoCE" "$r" eq ok
 	client_bg_wait "$pid" part
 	ok_n=$(summary_field part client ok)
@@ -151,7 +152,7 @@ case_partition() {
 	client part2 -a "$peer" -p 6133 -n 1 -s 65536 -T 60
 	server_result part2 60
 	ck "after the partition: a new connection in mode rdma, intact" "$(summary_field part2 client ok)" eq 1
-	t_note "RoCE dropped by B: A's $ok_n/$faults_conns sockets failed ($(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|fail_ms)=/) printf "%s ", $i }' "$work/part.client")), both links gone $((SECONDS - t0)) s after the drop began, rmmod ok on both"
+	t_note "RoCE dropped by B ($t_ask ms to ask for it): A's $ok_n/$faults_conns sockets failed ($(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|fail_ms)=/) printf "%s ", $i }' "$work/part.client")), both links gone $((SECONDS - t0)) s after the drop began, rmmod ok on both"
 	t_end
 }
 
@@ -160,9 +161,10 @@ case_silent() {
 	t_begin silent
 	bulk_until_ready silent 6131 || { t_end; return; }
 	pid=$bg_pid
+	# the 30 s run from B's freeze (vm-ctl returns once it is frozen)
+	r=$("$SMR_REPO/scripts/vm-ctl" freeze b 2>&1) || t_fail "freezing B: $r"
 	: >"$work/silent.trigger"
 	t0=$SECONDS
-	r=$("$SMR_REPO/scripts/vm-ctl" freeze b 2>&1) || t_fail "freezing B: $r"
 	client_bg_wait "$pid" silent
 	ok_n=$(summary_field silent client ok)
 	ck "A: SMR sockets that failed within 30 s of B going silent" "${ok_n:-none}" eq "$faults_conns"
