@@ -141,6 +141,10 @@ module_param_named(fault_link_grant_unused,
 		   smr_link_faults[SMR_LINK_FAULT_GRANT_UNUSED], int, 0644);
 MODULE_PARM_DESC(fault_link_grant_unused,
 		 "test only: the next N links the peer granted fail without connecting (the peer keeps the grant until it expires)");
+module_param_named(fault_link_grant_late,
+		   smr_link_faults[SMR_LINK_FAULT_GRANT_LATE], int, 0644);
+MODULE_PARM_DESC(fault_link_grant_late,
+		 "test only: the next N links the peer granted send their rdma_cm connect request 7 s later (as if the first was lost)");
 
 /*
  * What a failing rdma_accept() does before it returns (cma_modify_qp_err()

@@ -59,6 +59,7 @@
  * links_user_limit).
  */
 #include <crypto/algapi.h>
+#include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
@@ -496,6 +497,61 @@ static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
 	return rdma_connect_locked(id, &param);
 }
 
+#ifdef SMR_TEST_HOOKS
+/* a late grant's connect request leaves this long after the grant */
+#define SMR_LINK_TEST_GRANT_LATE_MS	7000
+
+/*
+ * fault_link_grant_late: @link, just granted, takes its grant only from
+ * its connect work, SMR_LINK_TEST_GRANT_LATE_MS later (a client whose
+ * first rdma_cm request was lost and retried). True if so: the caller
+ * leaves the grant alone. Caller holds @setup_mutex.
+ */
+static bool smr_link_test_grant_late(struct smr_link *link)
+{
+	lockdep_assert_held(&link->setup_mutex);
+	if (link->test_grant_late)
+		return true;		/* the work is under way */
+	if (!smr_link_test_fault(SMR_LINK_FAULT_GRANT_LATE))
+		return false;
+	link->test_grant_late = true;
+	kref_get(&link->ref);	/* the work's */
+	if (!queue_work(smr_link_wq, &link->connect_work))
+		smr_link_put(link);
+	return true;
+}
+
+/*
+ * The connect work of a late grant: wait, then take the grant. True if
+ * the link is to connect now (its route resolved before; else the
+ * handler connects it as the route resolves).
+ */
+static bool smr_link_test_grant_late_wait(struct smr_link *link)
+{
+	bool connect;
+
+	if (!READ_ONCE(link->test_grant_late))
+		return true;
+	msleep(SMR_LINK_TEST_GRANT_LATE_MS);
+	mutex_lock(&link->setup_mutex);
+	link->test_grant_late = false;
+	link->granted = READ_ONCE(link->state) != SMR_LINK_DEAD;
+	connect = link->granted && link->route_resolved;
+	mutex_unlock(&link->setup_mutex);
+	return connect;
+}
+#else
+static inline bool smr_link_test_grant_late(struct smr_link *link)
+{
+	return false;
+}
+
+static inline bool smr_link_test_grant_late_wait(struct smr_link *link)
+{
+	return true;
+}
+#endif
+
 /*
  * The grant came after the route resolved: connect from here, with the
  * id's handler lock taken first as rdma_cm takes it for the handler. The
@@ -508,6 +564,10 @@ static void smr_link_connect_work(struct work_struct *work)
 					     connect_work);
 	int err = 0;
 
+	if (!smr_link_test_grant_late_wait(link)) {
+		smr_link_put(link);	/* the queued work's */
+		return;
+	}
 	rdma_lock_handler(link->cm_id);
 	mutex_lock(&link->setup_mutex);
 	if (READ_ONCE(link->state) != SMR_LINK_DEAD && !link->qp)
@@ -823,7 +883,8 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 	    smr_link_test_fault(SMR_LINK_FAULT_GRANT_UNUSED)) {
 		/* a client that asks for grants and never connects */
 		smr_link_fail(link, "test: grant left unused");
-	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
+	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		   !smr_link_test_grant_late(link)) {
 		link->granted = true;
 		/* resolved before: the handler left the connect to us */
 		if (link->route_resolved && !link->qp) {

@@ -131,6 +131,10 @@ struct smr_link {
 	bool			authenticated;
 	bool			granted;	/* ours: the peer granted @secret */
 	bool			route_resolved;	/* ours: ready to connect */
+#ifdef SMR_TEST_HOOKS
+	/* test (fault_link_grant_late): its connect work takes the grant */
+	bool			test_grant_late;
+#endif
 	/* ours: the owner of the socket whose connect created it */
 	kuid_t			uid;
 	/* ours: drawn at creation; the peer's: the one its request proved */
@@ -199,6 +203,7 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
 	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
+	SMR_LINK_FAULT_GRANT_LATE, /* granted, our link connects 7 s later */
 	SMR_LINK_FAULTS,
 };
 
