@@ -144,7 +144,7 @@ MODULE_PARM_DESC(fault_link_grant_unused,
 module_param_named(fault_link_grant_late,
 		   smr_link_faults[SMR_LINK_FAULT_GRANT_LATE], int, 0644);
 MODULE_PARM_DESC(fault_link_grant_late,
-		 "test only: the next N links the peer granted send their rdma_cm connect request 7 s later (as if the first was lost)");
+		 "test only: the next N links the peer granted send their rdma_cm connect request 8.5 s later (as if the first was lost)");
 
 /*
  * What a failing rdma_accept() does before it returns (cma_modify_qp_err()

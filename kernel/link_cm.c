@@ -499,7 +499,7 @@ static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
 
 #ifdef SMR_TEST_HOOKS
 /* a late grant's connect request leaves this long after the grant */
-#define SMR_LINK_TEST_GRANT_LATE_MS	7000
+#define SMR_LINK_TEST_GRANT_LATE_MS	8500
 
 /*
  * fault_link_grant_late: @link, just granted, takes its grant only from

@@ -203,7 +203,7 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
 	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
-	SMR_LINK_FAULT_GRANT_LATE, /* granted, our link connects 7 s later */
+	SMR_LINK_FAULT_GRANT_LATE, /* granted, our link connects 8.5 s later */
 	SMR_LINK_FAULTS,
 };
 

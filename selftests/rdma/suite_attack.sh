@@ -19,7 +19,7 @@ suite_tests=(
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
 	"grant_evict|a host that asks for grants and never connects cannot keep other peers' new links out: A's test module (fault_link_grant_unused) makes its next 64 links fail right after B granted them, never connecting rdma_cm, so B keeps each grant until it expires; from 16 of A's addresses (192.0.2.41-56) 4 connections each, in turn per address and the addresses at once, fill B's 64 grants (each falls back to TCP intact, B's links_granted +64); then a connection from a 17th address (192.0.2.57) without the fault runs in mode rdma, intact, on a new link: B evicted its oldest grant for it (links_grants_evicted +1, links_granted +1, links_created +1), all within the grants' 10 s lifetime"
-	"grant_victim|which grant a full table gives up: a connection from a 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: 7 s after B granted it, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
+	"grant_victim|which grant a full table gives up: a connection from a 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: 8.5 s after B granted it, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -751,9 +751,9 @@ case_grant_evict() {
 grant_victim_late=192.0.2.58
 grant_victim_first=15
 grant_victim_second=3
-# the late client's connect request leaves 7 s after its grant (the test
+# the late client's connect request leaves 8.5 s after its grant (the test
 # module's SMR_LINK_TEST_GRANT_LATE_MS): the table must be full by then
-grant_victim_max_ms=6500
+grant_victim_max_ms=8000
 
 # gv_fill SRC I N: N connections from SRC whose links take a grant and
 # never connect (fault_link_grant_unused on A), one after the other.
