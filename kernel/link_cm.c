@@ -498,7 +498,11 @@ static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
 }
 
 #ifdef SMR_TEST_HOOKS
-/* a late grant's connect request leaves this long after the grant */
+/*
+ * a late grant's connect request leaves this long after the grant (the
+ * teardown's cancel of the connect work may wait as long; the attack
+ * suite's grant_victim_max_ms stays below it)
+ */
 #define SMR_LINK_TEST_GRANT_LATE_MS	8500
 
 /*
@@ -514,7 +518,7 @@ static bool smr_link_test_grant_late(struct smr_link *link)
 		return true;		/* the work is under way */
 	if (!smr_link_test_fault(SMR_LINK_FAULT_GRANT_LATE))
 		return false;
-	link->test_grant_late = true;
+	WRITE_ONCE(link->test_grant_late, true);
 	kref_get(&link->ref);	/* the work's */
 	if (!queue_work(smr_link_wq, &link->connect_work))
 		smr_link_put(link);
@@ -534,7 +538,7 @@ static bool smr_link_test_grant_late_wait(struct smr_link *link)
 		return true;
 	msleep(SMR_LINK_TEST_GRANT_LATE_MS);
 	mutex_lock(&link->setup_mutex);
-	link->test_grant_late = false;
+	WRITE_ONCE(link->test_grant_late, false);
 	link->granted = READ_ONCE(link->state) != SMR_LINK_DEAD;
 	connect = link->granted && link->route_resolved;
 	mutex_unlock(&link->setup_mutex);

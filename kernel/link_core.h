@@ -132,7 +132,10 @@ struct smr_link {
 	bool			granted;	/* ours: the peer granted @secret */
 	bool			route_resolved;	/* ours: ready to connect */
 #ifdef SMR_TEST_HOOKS
-	/* test (fault_link_grant_late): its connect work takes the grant */
+	/*
+	 * test (fault_link_grant_late): its connect work takes the grant;
+	 * written under @setup_mutex, read once without it by that work
+	 */
 	bool			test_grant_late;
 #endif
 	/* ours: the owner of the socket whose connect created it */

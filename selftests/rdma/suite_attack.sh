@@ -752,7 +752,8 @@ grant_victim_late=192.0.2.58
 grant_victim_first=15
 grant_victim_second=3
 # the late client's connect request leaves 8.5 s after its grant (the test
-# module's SMR_LINK_TEST_GRANT_LATE_MS): the table must be full by then
+# module's SMR_LINK_TEST_GRANT_LATE_MS, kept above this by hand): the table
+# must be full and the 17th through by then
 grant_victim_max_ms=8000
 
 # gv_fill SRC I N: N connections from SRC whose links take a grant and
@@ -781,7 +782,7 @@ case_grant_victim() {
 		t_end
 		return
 	fi
-	# the late client's handshake waits for its link 7 s: both ends allow it
+	# the late client's handshake waits for its link 8.5 s: both ends allow it
 	hs_saved=$(sysctl -n net.smr.handshake_timeout_ms)
 	sysctl -qw net.smr.handshake_timeout_ms=30000
 	b_call sysctl net.smr.handshake_timeout_ms=30000 >/dev/null
@@ -806,6 +807,7 @@ case_grant_victim() {
 	t1=$(date +%s%N)
 	ms=$(((t1 - t0) / 1000000))
 	client_bg_wait "$late_pid" gv.late
+	ck "A: fault_link_grant_late taken by the late client" "$(fault_on a fault_link_grant_late)" eq 0
 	server_result gv.fill 60
 	server_result gv.new 60
 	server_result gv.late 60
@@ -828,6 +830,9 @@ case_grant_victim() {
 	refused=$(delta gv.pre gv.post b links_refused)
 	ck "B: links_grants_evicted for the 17th" "$evicted" eq 1
 	ck "B: links_refused (the late client's request proved a live grant)" "$refused" eq 0
+	# whatever went wrong, no fault is left for the next case
+	fault_on a fault_link_grant_late 0 >/dev/null
+	fault_on a fault_link_grant_unused 0 >/dev/null
 	t_note "the late client's grant first, then $nfill unused grants from $((grant_victim_first + 1)) addresses, the 17th address $ms ms after the late grant: B granted +$granted, evicted +$evicted, refused +$refused; the late client: mode ${mode:-?} reason ${reason:-?}"
 	links_reset
 	addrs_del
