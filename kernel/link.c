@@ -41,10 +41,13 @@
  *
  * @setup_mutex is held by the rdma_cm handler while it acts on an event
  * (it creates the QP, connects, activates), by the connect work (which
- * holds the id's handler lock first, in the handler's order) and by the
- * handshake telling a link it was granted, and taken once by the teardown
- * after the link is DEAD: a handler that began before cannot build on a
- * link being freed, and a later one sees DEAD and does nothing. A connect
+ * holds the id's handler lock first, in the handler's order; the test
+ * module's late grant first waits for its release holding nothing, and
+ * the teardown's cancel with it, until the link's setup deadline at
+ * most) and by the handshake telling a link it was granted, and taken
+ * once by the teardown after the link is DEAD: a handler that began
+ * before cannot build on a link being freed, and a later one sees DEAD
+ * and does nothing. A connect
  * work is queued only under it and before DEAD, so the teardown's cancel
  * after that fence catches every one.
  *
@@ -141,6 +144,39 @@ module_param_named(fault_link_grant_unused,
 		   smr_link_faults[SMR_LINK_FAULT_GRANT_UNUSED], int, 0644);
 MODULE_PARM_DESC(fault_link_grant_unused,
 		 "test only: the next N links the peer granted fail without connecting (the peer keeps the grant until it expires)");
+module_param_named(fault_link_grant_late,
+		   smr_link_faults[SMR_LINK_FAULT_GRANT_LATE], int, 0644);
+MODULE_PARM_DESC(fault_link_grant_late,
+		 "test only: the next N links the peer granted send their rdma_cm connect request only once fault_link_grant_late_release lets them (as if the first was lost)");
+
+/*
+ * test_time_scale: link setup deadlines and grant lifetimes last N times
+ * as long, as the suites' own deadlines do on a slow (debug) kernel, so a
+ * case that races them keeps its proportions there.
+ */
+static unsigned int smr_link_test_time_scale = 1;
+
+static int smr_link_test_time_scale_set(const char *val,
+					const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, 100);
+}
+
+static const struct kernel_param_ops smr_link_test_time_scale_ops = {
+	.set	= smr_link_test_time_scale_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(test_time_scale, &smr_link_test_time_scale_ops,
+		&smr_link_test_time_scale, 0644);
+MODULE_PARM_DESC(test_time_scale,
+		 "test only: link setup deadlines and grant lifetimes last N (1-100) times as long");
+
+/* A link we connect that is not up this long fails (test_time_scale). */
+unsigned long smr_link_setup_timeout(void)
+{
+	return SMR_LINK_SETUP_TIMEOUT * READ_ONCE(smr_link_test_time_scale);
+}
 
 /*
  * What a failing rdma_accept() does before it returns (cma_modify_qp_err()

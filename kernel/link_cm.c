@@ -222,7 +222,7 @@ int smr_link_grant(const struct net *net, const struct in6_addr *laddr,
 	spin_lock_bh(&smr_link_grants_lock);
 	/* under the lock: the list stays in the order of making */
 	g->made = get_jiffies_64();
-	g->expires = g->made + SMR_LINK_GRANT_TIMEOUT;
+	g->expires = g->made + smr_link_grant_timeout();
 	list_for_each_entry_safe(tmp, oldest, &smr_link_grants, node)
 		if (time_after_eq64(g->made, tmp->expires))
 			smr_link_grant_del_locked(tmp);
@@ -299,6 +299,47 @@ static void smr_link_grants_free(void)
 		smr_link_grant_del_locked(g);
 	spin_unlock_bh(&smr_link_grants_lock);
 }
+
+#ifdef SMR_TEST_HOOKS
+/*
+ * test_link_grants: reads how many grants the table holds; writing 0
+ * forgets them all, so that a case filling the table starts from an
+ * empty one whatever the case before it left (grants outlive their
+ * links by up to their lifetime).
+ */
+static int smr_link_test_grants_set(const char *val,
+				    const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err = kstrtouint(val, 0, &n);
+
+	if (err)
+		return err;
+	if (n)
+		return -EINVAL;
+	smr_link_grants_free();
+	return 0;
+}
+
+static int smr_link_test_grants_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned int n;
+
+	spin_lock_bh(&smr_link_grants_lock);
+	n = smr_link_ngrants;
+	spin_unlock_bh(&smr_link_grants_lock);
+	return sysfs_emit(buf, "%u\n", n);
+}
+
+static const struct kernel_param_ops smr_link_test_grants_ops = {
+	.set	= smr_link_test_grants_set,
+	.get	= smr_link_test_grants_get,
+};
+
+module_param_cb(test_link_grants, &smr_link_test_grants_ops, NULL, 0644);
+MODULE_PARM_DESC(test_link_grants,
+		 "test only: the grants this host holds; writing 0 forgets them");
+#endif
 
 /* ---- rdma_cm ---- */
 
@@ -496,6 +537,115 @@ static int smr_link_connect(struct smr_link *link, struct rdma_cm_id *id)
 	return rdma_connect_locked(id, &param);
 }
 
+#ifdef SMR_TEST_HOOKS
+/*
+ * fault_link_grant_late_release: a late grant's connect work waits until
+ * the test writes N > 0 here (N works go, each taking one: it reads 0
+ * again once they did), its link is down, or the link's setup deadline
+ * passed (the work then finds the link failed). The test releases it once
+ * it made the table state it tests, so no sleep of ours has to match how
+ * fast the guest is.
+ */
+static int smr_link_test_late_release;
+static DECLARE_WAIT_QUEUE_HEAD(smr_link_test_late_wait);
+
+static int smr_link_test_late_release_set(const char *val,
+					  const struct kernel_param *kp)
+{
+	int err = param_set_int(val, kp);
+
+	if (!err)
+		wake_up_all(&smr_link_test_late_wait);
+	return err;
+}
+
+static const struct kernel_param_ops smr_link_test_late_release_ops = {
+	.set	= smr_link_test_late_release_set,
+	.get	= param_get_int,
+};
+
+module_param_cb(fault_link_grant_late_release,
+		&smr_link_test_late_release_ops, &smr_link_test_late_release,
+		0644);
+MODULE_PARM_DESC(fault_link_grant_late_release,
+		 "test only: let N late links (fault_link_grant_late) send their connect request now");
+
+/* One release is there: true, and it is ours. */
+static bool smr_link_test_late_claim(void)
+{
+	int n = READ_ONCE(smr_link_test_late_release);
+
+	do {
+		if (n <= 0)
+			return false;
+	} while (!try_cmpxchg(&smr_link_test_late_release, &n, n - 1));
+	return true;
+}
+
+/*
+ * fault_link_grant_late: @link, just granted, takes its grant only from
+ * its connect work, once the test releases it (a client whose first
+ * rdma_cm request was lost and retried). True if so: the caller leaves
+ * the grant alone. Caller holds @setup_mutex.
+ */
+static bool smr_link_test_grant_late(struct smr_link *link)
+{
+	lockdep_assert_held(&link->setup_mutex);
+	if (link->test_grant_late)
+		return true;		/* the work is under way */
+	if (!smr_link_test_fault(SMR_LINK_FAULT_GRANT_LATE))
+		return false;
+	kref_get(&link->ref);	/* the work's */
+	/* never pending before the grant: no work would take it */
+	if (WARN_ON_ONCE(!queue_work(smr_link_wq, &link->connect_work))) {
+		smr_link_put(link);
+		return false;
+	}
+	WRITE_ONCE(link->test_grant_late, true);
+	return true;
+}
+
+/*
+ * The connect work of a late grant: wait for the release (see above),
+ * then take the grant. True if the link is to connect now (its route
+ * resolved before; else the handler connects it as the route resolves).
+ * The teardown's cancel of this work waits while it does (at most the
+ * link's setup deadline: the link is down by then).
+ */
+static bool smr_link_test_grant_late_wait(struct smr_link *link)
+{
+	unsigned long deadline = jiffies + smr_link_setup_timeout();
+	bool released = false, connect;
+
+	if (!READ_ONCE(link->test_grant_late))
+		return true;
+	/* short waits: a link that goes down wakes no one here */
+	while (!released && READ_ONCE(link->state) != SMR_LINK_DEAD &&
+	       time_before(jiffies, deadline))
+		released = wait_event_timeout(smr_link_test_late_wait,
+					      smr_link_test_late_claim(),
+					      HZ / 10) > 0;
+	pr_info("test fault: late grant %s\n",
+		released ? "released" : "not released, link down or late");
+	mutex_lock(&link->setup_mutex);
+	WRITE_ONCE(link->test_grant_late, false);
+	link->granted = released && READ_ONCE(link->state) != SMR_LINK_DEAD;
+	connect = link->granted && link->route_resolved;
+	mutex_unlock(&link->setup_mutex);
+	return connect;
+}
+#else
+static inline bool smr_link_test_grant_late(struct smr_link *link)
+{
+	return false;
+}
+
+static inline bool smr_link_test_grant_late_wait(struct smr_link *link)
+{
+	return true;
+}
+#endif
+
 /*
  * The grant came after the route resolved: connect from here, with the
  * id's handler lock taken first as rdma_cm takes it for the handler. The
@@ -508,6 +658,10 @@ static void smr_link_connect_work(struct work_struct *work)
 					     connect_work);
 	int err = 0;
 
+	if (!smr_link_test_grant_late_wait(link)) {
+		smr_link_put(link);	/* the queued work's */
+		return;
+	}
 	rdma_lock_handler(link->cm_id);
 	mutex_lock(&link->setup_mutex);
 	if (READ_ONCE(link->state) != SMR_LINK_DEAD && !link->qp)
@@ -693,7 +847,7 @@ static void smr_link_start_active(struct smr_link *link, int family)
 
 	smr_link_sockaddrs(family, &link->laddr, &link->raddr, &src, &dst);
 	queue_delayed_work(smr_link_wq, &link->keepalive_work,
-			   SMR_LINK_SETUP_TIMEOUT);
+			   smr_link_setup_timeout());
 	/* the handler and the teardown may run from now on */
 	mutex_lock(&link->setup_mutex);
 	if (READ_ONCE(link->state) != SMR_LINK_DEAD)
@@ -823,7 +977,8 @@ int smr_link_granted(struct smr_link *link, u32 id, const u8 *secret)
 	    smr_link_test_fault(SMR_LINK_FAULT_GRANT_UNUSED)) {
 		/* a client that asks for grants and never connects */
 		smr_link_fail(link, "test: grant left unused");
-	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD) {
+	} else if (!link->granted && READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		   !smr_link_test_grant_late(link)) {
 		link->granted = true;
 		/* resolved before: the handler left the connect to us */
 		if (link->route_resolved && !link->qp) {

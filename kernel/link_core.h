@@ -74,7 +74,6 @@
  * peers leave the others room; root's are not bounded so). A request
  * past a bound is rejected before anything is allocated.
  */
-#define SMR_LINK_GRANT_TIMEOUT		SMR_LINK_SETUP_TIMEOUT
 #define SMR_LINK_GRANTS_PER_PEER	4
 #define SMR_LINK_GRANTS_MAX		64
 #define SMR_LINK_GRANT_MIN_AGE		HZ	/* evictable from then on */
@@ -131,6 +130,13 @@ struct smr_link {
 	bool			authenticated;
 	bool			granted;	/* ours: the peer granted @secret */
 	bool			route_resolved;	/* ours: ready to connect */
+#ifdef SMR_TEST_HOOKS
+	/*
+	 * test (fault_link_grant_late): its connect work takes the grant;
+	 * written under @setup_mutex, read once without it by that work
+	 */
+	bool			test_grant_late;
+#endif
 	/* ours: the owner of the socket whose connect created it */
 	kuid_t			uid;
 	/* ours: drawn at creation; the peer's: the one its request proved */
@@ -199,14 +205,22 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_RECV,	/* a link fails to post half its receives */
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
 	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
+	SMR_LINK_FAULT_GRANT_LATE, /* granted, ours connects when released */
 	SMR_LINK_FAULTS,
 };
 
 #ifdef SMR_TEST_HOOKS
+unsigned long smr_link_setup_timeout(void);
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
 void smr_link_test_exit(void);
 #else
+/* A link we connect that is not up this long fails. */
+static inline unsigned long smr_link_setup_timeout(void)
+{
+	return SMR_LINK_SETUP_TIMEOUT;
+}
+
 /* The test module's fault @fault is due now: never in the product. */
 static inline bool smr_link_test_fault(enum smr_link_fault fault)
 {
@@ -222,6 +236,15 @@ static inline int smr_link_test_accept_fails(struct smr_link *link)
 /* The test module's pending faults are done with: none in the product. */
 static inline void smr_link_test_exit(void) { }
 #endif
+
+/*
+ * A grant lives until its link's setup would have failed anyway: a client
+ * whose link is slow to connect still finds it.
+ */
+static inline unsigned long smr_link_grant_timeout(void)
+{
+	return smr_link_setup_timeout();
+}
 
 struct smr_link *smr_link_alloc(bool active_side, work_func_t connect);
 void smr_link_discard(struct smr_link *link);

@@ -74,14 +74,15 @@ log=$tmp/hooks.log
 if scripts/build-copy --test 6.12 W=1 C=2 >"$log" 2>&1 && ! grep -qE 'warning:|error:' "$log" &&
    modinfo -F parm "build/kernels/$ver-test/kernel/smr.ko" >"$tmp/parm-test" 2>>"$log" &&
    grep -q '^fault_cdc:' "$tmp/parm-test" && grep -q '^fault_answer_old:' "$tmp/parm-test" &&
-   [ "$(grep -cE '^fault_link_(accept|recv|find|grant_unused|qp_fatal_irq):' "$tmp/parm-test")" = 5 ] &&
+   [ "$(grep -cE '^fault_link_(accept|recv|find|grant_unused|grant_late|grant_late_release|qp_fatal_irq):' "$tmp/parm-test")" = 7 ] &&
+   [ "$(grep -cE '^test_(time_scale|link_grants):' "$tmp/parm-test")" = 2 ] &&
    modinfo -F parm "$ko" >"$tmp/parm-product" 2>>"$log" &&
-   grep -q '^family:' "$tmp/parm-product" && ! grep -q '^fault_' "$tmp/parm-product"; then
-	tap_result OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc, fault_answer_old and fault_link_* hooks, the product smr.ko has none"
+   grep -q '^family:' "$tmp/parm-product" && ! grep -qE '^(fault|test)_' "$tmp/parm-product"; then
+	tap_result OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc, fault_answer_old, fault_link_* and test_* hooks, the product smr.ko has none"
 else
 	{ echo "test module parameters:"; cat "$tmp/parm-test" 2>/dev/null
 	  echo "product module parameters:"; cat "$tmp/parm-product" 2>/dev/null; } >>"$log"
-	tap_result FAIL "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc, fault_answer_old and fault_link_* hooks, the product smr.ko has none" "$log"
+	tap_result FAIL "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc, fault_answer_old, fault_link_* and test_* hooks, the product smr.ko has none" "$log"
 fi
 
 # the in-tree build (what the guests load) must match the sources

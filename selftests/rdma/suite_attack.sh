@@ -19,6 +19,7 @@ suite_tests=(
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
 	"grant_evict|a host that asks for grants and never connects cannot keep other peers' new links out: A's test module (fault_link_grant_unused) makes its next 64 links fail right after B granted them, never connecting rdma_cm, so B keeps each grant until it expires; from 16 of A's addresses (192.0.2.41-56) 4 connections each, in turn per address and the addresses at once, fill B's 64 grants (each falls back to TCP intact, B's links_granted +64); then a connection from a 17th address (192.0.2.57) without the fault runs in mode rdma, intact, on a new link: B evicted its oldest grant for it (links_grants_evicted +1, links_granted +1, links_created +1), all within the grants' 10 s lifetime"
+	"grant_victim|which grant a full table gives up: a connection from a 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: only once the case releases it, after the rest, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -79,7 +80,7 @@ b_client() {
 
 fault_param() {
 	local f=/sys/module/smr/parameters/$1
-	[[ $1 =~ ^fault_[a-z_]+$ ]] || { echo "bad name"; return; }
+	[[ $1 =~ ^(fault|test)_[a-z_]+$ ]] || { echo "bad name"; return; }
 	[ -e "$f" ] || { echo "missing $1 (not the test module?)"; return; }
 	[ -z "${2:-}" ] || echo "$2" >"$f"
 	cat "$f"
@@ -202,6 +203,16 @@ fault_on() {
 	local host=$1
 	shift
 	if [ "$host" = a ]; then fault_param "$@"; else b_call fault "$@"; fi
+}
+
+# grant_time SCALE: on both hosts, link setup deadlines and grant
+# lifetimes SCALE times as long (the test module's test_time_scale: a case
+# racing them keeps its proportions on a slow kernel), and B's grant table
+# empty (grants outlive the case that made them).
+grant_time() {
+	ck "A: test_time_scale" "$(fault_on a test_time_scale "$1")" eq "$1"
+	ck "B: test_time_scale" "$(fault_on b test_time_scale "$1")" eq "$1"
+	ck "B: grant table emptied" "$(fault_on b test_link_grants 0)" eq 0
 }
 
 # links_reset: no link between the two hosts (both idle out theirs).
@@ -662,8 +673,9 @@ case_link_share() {
 # grant_evict_fillers fill B's table, grant_evict_per link grants each
 # (SMR_LINK_GRANTS_PER_PEER x grant_evict_fillers = SMR_LINK_GRANTS_MAX),
 # the last asks for one more without the fault. All of it must happen
-# within the grants' lifetime (SMR_LINK_GRANT_TIMEOUT, 10 s), or the first
-# ones expire and make room by themselves: grant_evict_max_ms bounds it.
+# within the grants' lifetime (smr_link_grant_timeout(), 10 s times the
+# time scale, see grant_time), or the first ones expire and make room by
+# themselves: grant_evict_max_ms (scaled) bounds it.
 grant_evict_srcs="$(seq -f '192.0.2.%g' 41 57 | tr '\n' ' ')"
 grant_evict_fillers=16
 grant_evict_per=4
@@ -685,6 +697,7 @@ case_grant_evict() {
 	local granted evicted created mode reason
 	t_begin grant_evict
 	links_reset
+	grant_time "$bed_time_scale"
 	# shellcheck disable=SC2086 # a list of addresses
 	addrs_add $grant_evict_srcs || { t_end; return; }
 	srcs=("${addrs[@]}")
@@ -727,7 +740,7 @@ case_grant_evict() {
 		"$(delta ge.pre ge.filled a links_failed)" eq "$nfill"
 	ck "B: links_granted over the fill" "$(delta ge.pre ge.filled b links_granted)" eq "$nfill"
 	ck "B: links_created over the fill" "$(delta ge.pre ge.filled b links_created)" eq 0
-	ck "fill and the 17th connection within the grants' lifetime (ms)" "$ms" le "$grant_evict_max_ms"
+	ck "fill and the 17th connection within the grants' lifetime (ms)" "$ms" le "$((grant_evict_max_ms * bed_time_scale))"
 	pair_check ge.new 1 1048576
 	mode=$(ls_conn_field ge.new mode)
 	reason=$(ls_conn_field ge.new reason)
@@ -740,7 +753,115 @@ case_grant_evict() {
 	ck "B: links_created over the 17th's connection" "$created" eq 1
 	ck "A: links_failed over the 17th's connection" "$(delta ge.filled ge.post a links_failed)" eq 0
 	t_note "$nfill grants from $grant_evict_fillers addresses never connected (A's links_failed +$(delta ge.pre ge.filled a links_failed), B's links_granted +$(delta ge.pre ge.filled b links_granted)), then the 17th address, $ms ms after the fill began: mode ${mode:-?} reason ${reason:-?}; B's links_granted +$granted, links_grants_evicted +${evicted:-?}, links_created +$created"
+	grant_time 1
 	links_reset
 	addrs_del
 	t_end
+}
+
+# grant_victim: the late client is the last of grant_evict_srcs' addresses
+# plus one; the fillers are the first 15 (4 grants each), then the 16th (3).
+grant_victim_late=192.0.2.58
+grant_victim_first=15
+grant_victim_second=3
+# the late client's connect request leaves once the case releases it
+# (fault_link_grant_late_release), after the 17th's connection: all of it
+# within the late grant's lifetime (10 s, scaled) with room for that
+# request, or the grant expires and the case proves nothing
+grant_victim_max_ms=8000
+
+# gv_fill SRC I N: N connections from SRC whose links take a grant and
+# never connect (fault_link_grant_unused on A), one after the other.
+gv_fill() {
+	local j
+	for ((j = 1; j <= $3; j++)); do
+		client_run "gv.fill.$2.$j" -a "$peer" -A "$1" -p 6711 -n 1 \
+			-s 4096 -M tcp -T 60
+	done
+}
+
+case_grant_victim() {
+	local srcs=() i pids=() nfill t0 t1 ms mode reason hs_saved late_pid
+	local granted evicted refused
+	t_begin grant_victim
+	links_reset
+	grant_time "$bed_time_scale"
+	# shellcheck disable=SC2086 # a list of addresses
+	addrs_add $grant_evict_srcs $grant_victim_late || { t_end; return; }
+	srcs=("${addrs[@]}")
+	nfill=$((grant_victim_first * grant_evict_per + grant_victim_second))
+	if ! serve gv.fill -p 6711 -n "$nfill" -s 4096 -M tcp -T 120 ||
+	   ! serve gv.new -p 6712 -n 1 -s 1048576 -T 120 ||
+	   ! serve gv.late -p 6713 -n 1 -s 1048576 -T 120; then
+		addrs_del
+		t_end
+		return
+	fi
+	# the late client's handshake waits for its link while the rest
+	# runs: both ends allow it
+	hs_saved=$(sysctl -n net.smr.handshake_timeout_ms)
+	sysctl -qw net.smr.handshake_timeout_ms="$(tscale 30000)"
+	b_call sysctl net.smr.handshake_timeout_ms="$(tscale 30000)" >/dev/null
+	ck "A: fault_link_grant_late_release cleared" "$(fault_on a fault_link_grant_late_release 0)" eq 0
+	ck "A: fault_link_grant_late armed" "$(fault_on a fault_link_grant_late 1)" eq 1
+	snap gv.pre
+	t0=$(date +%s%N)
+	client_bg gv.late -a "$peer" -A "$grant_victim_late" -p 6713 -n 1 -s 1048576 -T 120
+	late_pid=$bg_pid
+	wait_until 5 gv_granted || t_fail "B did not grant the late client's link"
+	ck "A: fault_link_grant_unused armed" "$(fault_on a fault_link_grant_unused "$nfill")" eq "$nfill"
+	for ((i = 0; i < grant_victim_first; i++)); do
+		gv_fill "${srcs[$i]}" "$i" "$grant_evict_per" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	# those 60 are at least SMR_LINK_GRANT_MIN_AGE old before the table fills
+	sleep 1.2
+	gv_fill "${srcs[$grant_victim_first]}" "$grant_victim_first" "$grant_victim_second"
+	snap gv.filled
+	client gv.new -a "$peer" -A "${srcs[$grant_evict_fillers]}" -p 6712 \
+		-n 1 -s 1048576 -T 120
+	t1=$(date +%s%N)
+	ms=$(((t1 - t0) / 1000000))
+	ck "A: the late link released" "$(fault_on a fault_link_grant_late_release 1)" eq 1
+	client_bg_wait "$late_pid" gv.late
+	ck "A: fault_link_grant_late taken by the late client" "$(fault_on a fault_link_grant_late)" eq 0
+	ck "A: the release taken by the late link (not its deadline)" "$(fault_on a fault_link_grant_late_release)" eq 0
+	server_result gv.fill 60
+	server_result gv.new 60
+	server_result gv.late 60
+	snap gv.post
+	sysctl -qw net.smr.handshake_timeout_ms="$hs_saved"
+	b_call sysctl net.smr.handshake_timeout_ms="$hs_saved" >/dev/null
+	ck "the table full and the 17th address through within the late grant's lifetime (ms)" \
+		"$ms" le "$((grant_victim_max_ms * bed_time_scale))"
+	ck "A: fault_link_grant_unused once every filler ran" "$(fault_on a fault_link_grant_unused)" eq 0
+	ck "B: links_granted over the fill (the late client's, the fillers')" \
+		"$(delta gv.pre gv.filled b links_granted)" eq $((nfill + 1))
+	pair_check gv.new 1 1048576
+	ck "the 17th address's connection: mode" "$(ls_conn_field gv.new mode)" eq rdma
+	pair_check gv.late 1 1048576
+	mode=$(ls_conn_field gv.late mode)
+	reason=$(ls_conn_field gv.late reason)
+	ck "the late client's connection: mode" "$mode" eq rdma
+	granted=$(delta gv.filled gv.post b links_granted)
+	evicted=$(delta gv.filled gv.post b links_grants_evicted)
+	refused=$(delta gv.pre gv.post b links_refused)
+	ck "B: links_grants_evicted for the 17th" "$evicted" eq 1
+	ck "B: links_refused (the late client's request proved a live grant)" "$refused" eq 0
+	# whatever went wrong, no fault is left for the next case
+	fault_on a fault_link_grant_late 0 >/dev/null
+	fault_on a fault_link_grant_unused 0 >/dev/null
+	fault_on a fault_link_grant_late_release 0 >/dev/null
+	t_note "the late client's grant first, then $nfill unused grants from $((grant_victim_first + 1)) addresses, the 17th address $ms ms after the late grant: B granted +$granted, evicted +$evicted, refused +$refused; the late client: mode ${mode:-?} reason ${reason:-?}"
+	grant_time 1
+	links_reset
+	addrs_del
+	t_end
+}
+
+# gv_granted: B granted the late client's link (gv.pre's links_granted + 1).
+gv_granted() {
+	[ "$(b_call stats | awk '$1 == "links_granted" { print $2 }')" -gt \
+	  "$(rdma_kv "$work/gv.pre.b.stats" links_granted)" ]
 }
