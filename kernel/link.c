@@ -42,14 +42,13 @@
  * @setup_mutex is held by the rdma_cm handler while it acts on an event
  * (it creates the QP, connects, activates), by the connect work (which
  * holds the id's handler lock first, in the handler's order; the test
- * module's late grant first waits for its release holding nothing, and
- * the teardown's cancel with it, until the link's setup deadline at
- * most) and by the handshake telling a link it was granted, and taken
- * once by the teardown after the link is DEAD: a handler that began
- * before cannot build on a link being freed, and a later one sees DEAD
- * and does nothing. A connect
- * work is queued only under it and before DEAD, so the teardown's cancel
- * after that fence catches every one.
+ * module's late grant first waits for its release holding nothing, and for
+ * a tenth of a second at most once the link is DEAD) and by the handshake
+ * telling a link it was granted, and taken once by the teardown after the
+ * link is DEAD: a handler that began before cannot build on a link being
+ * freed, and a later one sees DEAD and does nothing. A connect work is
+ * queued only under it and before DEAD, so the teardown's cancel after
+ * that fence catches every one.
  *
  * Trust: a link carries connections only once both ends' SMR handshake
  * made it (link_cm.c: grants, and the secret proven in the private data):

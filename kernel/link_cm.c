@@ -34,15 +34,15 @@
  * a peer with no link find one another's under smr_links_lock. The
  * listener's handler runs in rdma_cm's context for each request: it checks
  * the grant under smr_link_grants_lock (BH; the grants and their count,
- * freed at module exit) and builds passive links one at a time under
- * smr_link_accept_mutex (inside rdma_cm's handler lock, outside
- * @setup_mutex), so the per-peer bound holds exactly; its place in
- * net.smr.links_max and in the peers' share of it is taken under
- * smr_links_lock as its room is checked (smr_link_reserve()), so no link
- * listed meanwhile takes it (smr_link_get() checks the total and its
- * user's share and lists under that lock too, in one hold): those bounds
- * hold exactly as well. The listener lives from
- * smr_link_init() to smr_link_exit().
+ * freed at module exit, or by the test module's test_link_grants) and
+ * builds passive links one at a time under smr_link_accept_mutex (inside
+ * rdma_cm's handler lock, outside @setup_mutex), so the per-peer bound
+ * holds exactly; its place in net.smr.links_max and in the peers' share of
+ * it is taken under smr_links_lock as its room is checked
+ * (smr_link_reserve()), so no link listed meanwhile takes it
+ * (smr_link_get() checks the total and its user's share and lists under
+ * that lock too, in one hold): those bounds hold exactly as well. The
+ * listener lives from smr_link_init() to smr_link_exit().
  *
  * Grants (link_core.h) are listed in the order they were made (stamped
  * under smr_link_grants_lock), so the list's head is the oldest: a full
@@ -102,7 +102,10 @@ struct smr_link_grant {
 	u8			secret[SMR_LINK_SECRET_LEN];
 };
 
-/* smr_link_grants_lock (BH): the list and its count; freed at module exit */
+/*
+ * smr_link_grants_lock (BH): the list and its count; freed at module exit
+ * (and by a test_link_grants write, test module)
+ */
 static LIST_HEAD(smr_link_grants);
 static unsigned int smr_link_ngrants;
 static DEFINE_SPINLOCK(smr_link_grants_lock);
@@ -552,16 +555,25 @@ static DECLARE_WAIT_QUEUE_HEAD(smr_link_test_late_wait);
 static int smr_link_test_late_release_set(const char *val,
 					  const struct kernel_param *kp)
 {
-	int err = param_set_int(val, kp);
+	int n, err = kstrtoint(val, 0, &n);
 
-	if (!err)
-		wake_up_all(&smr_link_test_late_wait);
-	return err;
+	if (err)
+		return err;
+	/* a waiter may claim one meanwhile (smr_link_test_late_claim()) */
+	WRITE_ONCE(smr_link_test_late_release, n);
+	wake_up_all(&smr_link_test_late_wait);
+	return 0;
+}
+
+static int smr_link_test_late_release_get(char *buf,
+					  const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(smr_link_test_late_release));
 }
 
 static const struct kernel_param_ops smr_link_test_late_release_ops = {
 	.set	= smr_link_test_late_release_set,
-	.get	= param_get_int,
+	.get	= smr_link_test_late_release_get,
 };
 
 module_param_cb(fault_link_grant_late_release,
@@ -595,13 +607,15 @@ static bool smr_link_test_grant_late(struct smr_link *link)
 		return true;		/* the work is under way */
 	if (!smr_link_test_fault(SMR_LINK_FAULT_GRANT_LATE))
 		return false;
+	/* before the queueing, which makes it visible to the work */
+	WRITE_ONCE(link->test_grant_late, true);
 	kref_get(&link->ref);	/* the work's */
 	/* never pending before the grant: no work would take it */
 	if (WARN_ON_ONCE(!queue_work(smr_link_wq, &link->connect_work))) {
+		WRITE_ONCE(link->test_grant_late, false);
 		smr_link_put(link);
 		return false;
 	}
-	WRITE_ONCE(link->test_grant_late, true);
 	return true;
 }
 
@@ -609,8 +623,8 @@ static bool smr_link_test_grant_late(struct smr_link *link)
  * The connect work of a late grant: wait for the release (see above),
  * then take the grant. True if the link is to connect now (its route
  * resolved before; else the handler connects it as the route resolves).
- * The teardown's cancel of this work waits while it does (at most the
- * link's setup deadline: the link is down by then).
+ * The wait ends by the link's setup deadline; the teardown, which runs on
+ * a DEAD link only, waits in its cancel a tenth of a second at most.
  */
 static bool smr_link_test_grant_late_wait(struct smr_link *link)
 {
@@ -650,7 +664,9 @@ static inline bool smr_link_test_grant_late_wait(struct smr_link *link)
  * The grant came after the route resolved: connect from here, with the
  * id's handler lock taken first as rdma_cm takes it for the handler. The
  * queued work holds a link reference; the teardown cancels it (fenced
- * first, see link.c), so the id lives while it runs.
+ * first, see link.c), so the id lives while it runs. In the test module
+ * it is also a late grant's waiter (fault_link_grant_late), which may end
+ * without connecting.
  */
 static void smr_link_connect_work(struct work_struct *work)
 {

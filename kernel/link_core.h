@@ -107,10 +107,11 @@ struct smr_rx_slot {
  * @free_slots, @sq_free, @tx_wait, @ntx_wait, @peer_credits,
  * @credits_owed, @credit_msg_posted, @keepalive_posted and every user's
  * smr_link_user fields. smr_links_lock: @node. @setup_mutex: the QP's
- * creation, @granted, @route_resolved, @authenticated (written; read
- * locklessly once the link is ACTIVE) and @peer_id, @peer_credits before
- * the link is ACTIVE. The rest is set once during setup and read-only
- * afterwards (@secret, @uid: before the link is listed).
+ * creation, @granted, @route_resolved, @test_grant_late, @authenticated
+ * (written; read locklessly once the link is ACTIVE) and @peer_id,
+ * @peer_credits before the link is ACTIVE. The rest is set once during
+ * setup and read-only afterwards (@secret, @uid: before the link is
+ * listed).
  */
 struct smr_link {
 	struct kref		ref;

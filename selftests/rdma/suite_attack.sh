@@ -19,7 +19,7 @@ suite_tests=(
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
 	"grant_evict|a host that asks for grants and never connects cannot keep other peers' new links out: A's test module (fault_link_grant_unused) makes its next 64 links fail right after B granted them, never connecting rdma_cm, so B keeps each grant until it expires; from 16 of A's addresses (192.0.2.41-56) 4 connections each, in turn per address and the addresses at once, fill B's 64 grants (each falls back to TCP intact, B's links_granted +64); then a connection from a 17th address (192.0.2.57) without the fault runs in mode rdma, intact, on a new link: B evicted its oldest grant for it (links_grants_evicted +1, links_granted +1, links_created +1), all within the grants' 10 s lifetime"
-	"grant_victim|which grant a full table gives up: a connection from a 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: only once the case releases it, after the rest, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
+	"grant_victim|which grant a full table gives up: a connection from an 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: only once the case releases it, after the rest, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 )
 
@@ -692,12 +692,33 @@ ge_fill() {
 	done
 }
 
+# grant_fillers_check P N: the N filler connections of case P (clients
+# P.fill.*, server P.fill), each granted a link that never connected, all
+# fell back to TCP intact; P.pre and P.filled snapshot the fill.
+grant_fillers_check() {
+	local f n ran=0 bad=0 name
+	for f in "$work/$1".fill.*.client; do
+		[ -e "$f" ] || continue
+		name=${f##*/}
+		client_keep "${name%.client}"
+		ran=$((ran + 1))
+		grep -q '^rc=0$' "$f" || bad=$((bad + 1))
+	done
+	ck "A: filler connections run" "$ran" eq "$2"
+	ck "A: fillers' connections not ok (each must fall back intact)" "$bad" eq 0
+	n=$(awk '/^summary / { for (i = 1; i <= NF; i++) if ($i ~ /^ok=/) print substr($i, 4) }' "$work/$1.fill.server")
+	ck "B: the fillers' connections its server saw intact" "${n:-0}" eq "$2"
+	ck "A: fault_link_grant_unused once every filler ran" "$(fault_on a fault_link_grant_unused)" eq 0
+	ck "A: links_failed over the fill (every link, granted, never connected)" \
+		"$(delta "$1.pre" "$1.filled" a links_failed)" eq "$2"
+	ck "B: links_created over the fill" "$(delta "$1.pre" "$1.filled" b links_created)" eq 0
+}
+
 case_grant_evict() {
-	local srcs=() r i j n pids=() t0 t1 ms nfill bad=0
+	local srcs=() r i pids=() t0 t1 ms nfill
 	local granted evicted created mode reason
 	t_begin grant_evict
 	links_reset
-	grant_time "$bed_time_scale"
 	# shellcheck disable=SC2086 # a list of addresses
 	addrs_add $grant_evict_srcs || { t_end; return; }
 	srcs=("${addrs[@]}")
@@ -708,6 +729,7 @@ case_grant_evict() {
 		t_end
 		return
 	fi
+	grant_time "$bed_time_scale"
 	r=$(fault_on a fault_link_grant_unused "$nfill")
 	ck "A: fault_link_grant_unused armed" "$r" eq "$nfill"
 	snap ge.pre
@@ -726,20 +748,8 @@ case_grant_evict() {
 	server_result ge.fill 60
 	server_result ge.new 60
 	snap ge.post
-	for ((i = 0; i < grant_evict_fillers; i++)); do
-		for ((j = 1; j <= grant_evict_per; j++)); do
-			client_keep "ge.fill.$i.$j"
-			grep -q '^rc=0$' "$work/ge.fill.$i.$j.client" || bad=$((bad + 1))
-		done
-	done
-	ck "A: fillers' connections not ok (each must fall back intact)" "$bad" eq 0
-	n=$(awk '/^summary / { for (i = 1; i <= NF; i++) if ($i ~ /^ok=/) print substr($i, 4) }' "$work/ge.fill.server")
-	ck "B: the fillers' connections its server saw intact" "${n:-0}" eq "$nfill"
-	ck "A: fault_link_grant_unused once every filler ran" "$(fault_on a fault_link_grant_unused)" eq 0
-	ck "A: links_failed over the fill (every link, granted, never connected)" \
-		"$(delta ge.pre ge.filled a links_failed)" eq "$nfill"
+	grant_fillers_check ge "$nfill"
 	ck "B: links_granted over the fill" "$(delta ge.pre ge.filled b links_granted)" eq "$nfill"
-	ck "B: links_created over the fill" "$(delta ge.pre ge.filled b links_created)" eq 0
 	ck "fill and the 17th connection within the grants' lifetime (ms)" "$ms" le "$((grant_evict_max_ms * bed_time_scale))"
 	pair_check ge.new 1 1048576
 	mode=$(ls_conn_field ge.new mode)
@@ -785,7 +795,6 @@ case_grant_victim() {
 	local granted evicted refused
 	t_begin grant_victim
 	links_reset
-	grant_time "$bed_time_scale"
 	# shellcheck disable=SC2086 # a list of addresses
 	addrs_add $grant_evict_srcs $grant_victim_late || { t_end; return; }
 	srcs=("${addrs[@]}")
@@ -797,6 +806,7 @@ case_grant_victim() {
 		t_end
 		return
 	fi
+	grant_time "$bed_time_scale"
 	# the late client's handshake waits for its link while the rest
 	# runs: both ends allow it
 	hs_saved=$(sysctl -n net.smr.handshake_timeout_ms)
@@ -809,6 +819,9 @@ case_grant_victim() {
 	client_bg gv.late -a "$peer" -A "$grant_victim_late" -p 6713 -n 1 -s 1048576 -T 120
 	late_pid=$bg_pid
 	wait_until 5 gv_granted || t_fail "B did not grant the late client's link"
+	# B counts a grant before it answers: the unused fault is armed only
+	# once A's late link took its own
+	wait_until 5 gv_late_taken || t_fail "A's late link did not take fault_link_grant_late"
 	ck "A: fault_link_grant_unused armed" "$(fault_on a fault_link_grant_unused "$nfill")" eq "$nfill"
 	for ((i = 0; i < grant_victim_first; i++)); do
 		gv_fill "${srcs[$i]}" "$i" "$grant_evict_per" &
@@ -826,7 +839,6 @@ case_grant_victim() {
 	# the waiting link takes the release at once: it reads 0 or 1
 	ck "A: the late link released" "$(fault_on a fault_link_grant_late_release 1)" le 1
 	client_bg_wait "$late_pid" gv.late
-	ck "A: fault_link_grant_late taken by the late client" "$(fault_on a fault_link_grant_late)" eq 0
 	ck "A: the release taken by the late link (not its deadline)" "$(fault_on a fault_link_grant_late_release)" eq 0
 	server_result gv.fill 60
 	server_result gv.new 60
@@ -836,7 +848,7 @@ case_grant_victim() {
 	b_call sysctl net.smr.handshake_timeout_ms="$hs_saved" >/dev/null
 	ck "the table full and the 17th address through within the late grant's lifetime (ms)" \
 		"$ms" le "$((grant_victim_max_ms * bed_time_scale))"
-	ck "A: fault_link_grant_unused once every filler ran" "$(fault_on a fault_link_grant_unused)" eq 0
+	grant_fillers_check gv "$nfill"
 	ck "B: links_granted over the fill (the late client's, the fillers')" \
 		"$(delta gv.pre gv.filled b links_granted)" eq $((nfill + 1))
 	pair_check gv.new 1 1048576
@@ -859,6 +871,11 @@ case_grant_victim() {
 	links_reset
 	addrs_del
 	t_end
+}
+
+# gv_late_taken: A's late link took fault_link_grant_late.
+gv_late_taken() {
+	[ "$(fault_param fault_link_grant_late)" = 0 ]
 }
 
 # gv_granted: B granted the late client's link (gv.pre's links_granted + 1).
