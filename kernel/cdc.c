@@ -281,6 +281,9 @@ static void smr_cdc_sent(struct smr_link_user *user, u64 tx_pos, bool ok)
 	bool wake = false, linger = false;
 
 	spin_lock_bh(&conn->lock);
+	/* nothing completes that was not posted: the ring's room relies on it */
+	if (WARN_ON_ONCE(tx_pos > conn->tx_sent))
+		ok = false;
 	if (ok && tx_pos > conn->tx_done) {
 		conn->tx_done = tx_pos;
 		wake = true;

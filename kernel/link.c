@@ -171,6 +171,39 @@ module_param_cb(test_time_scale, &smr_link_test_time_scale_ops,
 MODULE_PARM_DESC(test_time_scale,
 		 "test only: link setup deadlines and grant lifetimes last N (1-100) times as long");
 
+/*
+ * test_link_send_done_delay_us: a CDC's completion waits this long after
+ * its slot went back to the free list, before it reports to the
+ * connection: another CPU's post can take the slot meanwhile, as a slow
+ * CPU lets it (the window stays harmless only if the completion took
+ * what it reports before letting the slot go).
+ */
+static unsigned int smr_link_test_send_done_delay_us;
+
+static int smr_link_test_delay_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 1000);
+}
+
+static const struct kernel_param_ops smr_link_test_delay_ops = {
+	.set	= smr_link_test_delay_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(test_link_send_done_delay_us, &smr_link_test_delay_ops,
+		&smr_link_test_send_done_delay_us, 0644);
+MODULE_PARM_DESC(test_link_send_done_delay_us,
+		 "test only: a CDC completion waits N (0-1000) us after freeing its slot");
+
+void smr_link_test_send_done_delay(void)
+{
+	unsigned int us = READ_ONCE(smr_link_test_send_done_delay_us);
+
+	if (us)
+		udelay(us);
+}
+
 /* A link we connect that is not up this long fails (test_time_scale). */
 unsigned long smr_link_setup_timeout(void)
 {
@@ -543,6 +576,12 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct smr_cdc_slot *slot = container_of(wc->wr_cqe,
 						 struct smr_cdc_slot, cqe);
 	struct smr_link_user *user = slot->user;
+	/*
+	 * Taken before the slot goes back: the next post (any CPU) may
+	 * reuse it at once, and a later position reported as ours would
+	 * free send ring bytes whose WRITE has not gone out.
+	 */
+	u64 tx_pos = slot->tx_pos;
 
 	smr_link_send_progress(link, wc);
 
@@ -551,8 +590,9 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	slot->user = NULL;
 	list_add(&slot->node, &link->free_slots);
 	spin_unlock_bh(&link->lock);
+	smr_link_test_send_done_delay();
 
-	smr_link_user_ops->cdc_sent(user, slot->tx_pos,
+	smr_link_user_ops->cdc_sent(user, tx_pos,
 				    wc->status == IB_WC_SUCCESS);
 	smr_link_user_ops->put(user);	/* the slot's */
 	smr_link_run_waiters(link);

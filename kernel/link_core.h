@@ -212,6 +212,7 @@ enum smr_link_fault {
 
 #ifdef SMR_TEST_HOOKS
 unsigned long smr_link_setup_timeout(void);
+void smr_link_test_send_done_delay(void);
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
 void smr_link_test_exit(void);
@@ -221,6 +222,9 @@ static inline unsigned long smr_link_setup_timeout(void)
 {
 	return SMR_LINK_SETUP_TIMEOUT;
 }
+
+/* A CDC completion's test delay (test_link_send_done_delay_us): none. */
+static inline void smr_link_test_send_done_delay(void) { }
 
 /* The test module's fault @fault is due now: never in the product. */
 static inline bool smr_link_test_fault(enum smr_link_fault fault)

@@ -25,6 +25,7 @@ suite_tests=(
 	"integrity|${SMR_RDMA_CONNS:-100} IPv4 + ${SMR_RDMA_CONNS6:-20} IPv6 AF_SMR connections, random streams both ways at once, random I/O sizes: every byte and both ends' hashes agree, SMR_INFO mode $expect with its byte counters, inner TCP as expected"
 	"rxe|rxe0 packet counters on both hosts cover the integrity payload each way (payload/4096)$([ "$expect" = tcp ] && echo ', inverted: payload not on rxe0')"
 	"inline|writes of at most 100 B ride in CDCs both ways (counters agree end to end, streams intact); with A's net.smr.cdc_inline_max 0, A sends none inline and still takes B's"
+	"slot_reuse|a CDC's completion reports the send position of its own CDC even when another CPU takes its slot the moment it is free (test module's test_link_send_done_delay_us 300 on both hosts widens that window): 4 connections, 16 MiB each way at once in random sizes, every byte and both ends' hashes agree"
 	"hostile|A's module breaks each cursor rule once (test hook fault_cdc: producer past the room, backwards, consumer ahead, urgent byte outside, count out of range, overlong inline data): B refuses it, only that connection is reset (ECONNRESET both ends, counted), link and a held connection live on intact"
 	"usermem|net.smr.mem_user_max 1 MiB on A: of 16 held connections of uid 65534 some run on RDMA and the rest fall back (no_memory, counted), root's connections meanwhile run on RDMA, uid 65534 fits again once its connections closed"
 	"unaccepted|a client on A floods a B listener whose application does not accept with 48 connections from one address (B's net.smr.mem_max 20 MiB, mem_unaccepted_peer_max 4 MiB): the flood holds at most 4 MiB of B's buffers, its excess falls back (peer_reason no_memory, buffers_unaccepted_peer_limit); a connection from A's second address to the same listener and one held open meanwhile run in mode rdma, streams intact"
@@ -329,6 +330,54 @@ case_inline() {
 	ck "B cdc_bad" "$(delta inl.pre inl.post b cdc_bad)" eq 0
 	t_note "with A's cdc_inline_max 0: A->B $sent_a, B->A $sent_b"
 	t_end
+}
+
+# slot_reuse: a CDC completion used to read its slot's send position after
+# giving the slot back, so a post on another CPU could make it report a
+# later one: the writer then overwrote bytes whose WRITE had not gone out
+# (the debug kernel's faults suite received bytes off the stream). The
+# test module's delay holds that window open on both hosts.
+slot_reuse_conns=4
+slot_reuse_bytes=16777216
+slot_reuse_delay_us=300
+case_slot_reuse() {
+	local r
+	t_begin slot_reuse
+	if [ "$expect" = tcp ]; then
+		t_note "no CDCs in mode tcp: nothing to race"
+		t_end
+		return
+	fi
+	ck "A: test_link_send_done_delay_us" "$(test_param test_link_send_done_delay_us "$slot_reuse_delay_us")" eq "$slot_reuse_delay_us"
+	ck "B: test_link_send_done_delay_us" "$(b_call test_param test_link_send_done_delay_us "$slot_reuse_delay_us")" eq "$slot_reuse_delay_us"
+	snap slot.pre
+	if serve slot -p 6140 -n "$slot_reuse_conns" -s "$slot_reuse_bytes" -T 600; then
+		client slot -a "$peer" -p 6140 -n "$slot_reuse_conns" -s "$slot_reuse_bytes" -T 600
+		server_result slot 120
+		pair_check slot "$slot_reuse_conns" "$slot_reuse_bytes"
+	fi
+	snap slot.post
+	r=$(test_param test_link_send_done_delay_us 0)
+	[ "$r" = 0 ] || t_fail "A: delay not reset: $r"
+	r=$(b_call test_param test_link_send_done_delay_us 0)
+	[ "$r" = 0 ] || t_fail "B: delay not reset: $r"
+	ck "A: CDCs completed under the delay (cdc_sent)" "$(delta slot.pre slot.post a cdc_sent)" ge 100
+	t_note "A cdc_sent +$(delta slot.pre slot.post a cdc_sent), B +$(delta slot.pre slot.post b cdc_sent)"
+	t_end
+}
+
+# test_param NAME [N]: the test module's parameter NAME (test_*) set to N
+# if given, then read back.
+test_param() {
+	local f=/sys/module/smr/parameters/$1
+	[[ $1 =~ ^test_[a-z_]+$ ]] || { echo "bad name"; return; }
+	[ -e "$f" ] || { echo "missing $1 (not the test module?)"; return; }
+	[ -z "${2:-}" ] || echo "$2" >"$f"
+	cat "$f"
+}
+
+b_test_param() {
+	test_param "$@"
 }
 
 # hostile: A's module breaks one cursor rule in a data CDC (test hook
