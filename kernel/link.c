@@ -196,12 +196,41 @@ module_param_cb(test_link_send_done_delay_us, &smr_link_test_delay_ops,
 MODULE_PARM_DESC(test_link_send_done_delay_us,
 		 "test only: a CDC completion waits N (0-1000) us after freeing its slot");
 
-void smr_link_test_send_done_delay(void)
+/*
+ * test_link_send_done_reused (read only): how many times another post
+ * took a slot during that delay: the window the case means to race was
+ * really raced.
+ */
+static atomic_t smr_link_test_slot_reused = ATOMIC_INIT(0);
+
+static int smr_link_test_reused_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&smr_link_test_slot_reused));
+}
+
+static const struct kernel_param_ops smr_link_test_reused_ops = {
+	.get	= smr_link_test_reused_get,
+};
+
+module_param_cb(test_link_send_done_reused, &smr_link_test_reused_ops, NULL,
+		0444);
+MODULE_PARM_DESC(test_link_send_done_reused,
+		 "test only: slots another post took during test_link_send_done_delay_us");
+
+/*
+ * After @slot went back to the free list (it reported @tx_pos): wait, and
+ * count it if meanwhile a post took it (only a glance at a slot that is
+ * no longer ours, for the count: nothing uses what it reads).
+ */
+void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos)
 {
 	unsigned int us = READ_ONCE(smr_link_test_send_done_delay_us);
 
-	if (us)
-		udelay(us);
+	if (!us)
+		return;
+	udelay(us);
+	if (READ_ONCE(slot->tx_pos) != tx_pos)
+		atomic_inc(&smr_link_test_slot_reused);
 }
 
 /* A link we connect that is not up this long fails (test_time_scale). */
@@ -590,7 +619,7 @@ static void smr_link_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	slot->user = NULL;
 	list_add(&slot->node, &link->free_slots);
 	spin_unlock_bh(&link->lock);
-	smr_link_test_send_done_delay();
+	smr_link_test_send_done_delay(slot, tx_pos);
 
 	smr_link_user_ops->cdc_sent(user, tx_pos,
 				    wc->status == IB_WC_SUCCESS);

@@ -85,6 +85,11 @@
 #define SMR_LINK_RNR_RETRY	6	/* 7 is "for ever"; credits avoid RNR */
 #define SMR_LINK_ACK_TIMEOUT	18
 
+/*
+ * A CDC's send slot: its fields belong to whoever took it off @free_slots
+ * (the post, under the link's @lock) until its completion puts it back;
+ * nothing reads them after that (the next post may reuse it at once).
+ */
 struct smr_cdc_slot {
 	struct ib_cqe		cqe;
 	struct list_head	node;		/* on free_slots */
@@ -212,7 +217,7 @@ enum smr_link_fault {
 
 #ifdef SMR_TEST_HOOKS
 unsigned long smr_link_setup_timeout(void);
-void smr_link_test_send_done_delay(void);
+void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos);
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
 void smr_link_test_exit(void);
@@ -224,7 +229,8 @@ static inline unsigned long smr_link_setup_timeout(void)
 }
 
 /* A CDC completion's test delay (test_link_send_done_delay_us): none. */
-static inline void smr_link_test_send_done_delay(void) { }
+static inline void smr_link_test_send_done_delay(struct smr_cdc_slot *slot,
+						 u64 tx_pos) { }
 
 /* The test module's fault @fault is due now: never in the product. */
 static inline bool smr_link_test_fault(enum smr_link_fault fault)

@@ -539,6 +539,10 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
 		empty = prod == conn->tx_done;
 		grow = conn->tx_grow;
+		/* broken accounting must never write past the ring */
+		if (!err && sndbuf &&
+		    WARN_ON_ONCE(prod - conn->tx_done > sndbuf->size))
+			err = -EIO;
 		if (err == -ESHUTDOWN) {
 			smr_close_reset_locked(smr, EPIPE, SMR_ABORT_PEER);
 			spin_unlock_bh(&conn->lock);

@@ -75,7 +75,7 @@ if scripts/build-copy --test 6.12 W=1 C=2 >"$log" 2>&1 && ! grep -qE 'warning:|e
    modinfo -F parm "build/kernels/$ver-test/kernel/smr.ko" >"$tmp/parm-test" 2>>"$log" &&
    grep -q '^fault_cdc:' "$tmp/parm-test" && grep -q '^fault_answer_old:' "$tmp/parm-test" &&
    [ "$(grep -cE '^fault_link_(accept|recv|find|grant_unused|grant_late|grant_late_release|qp_fatal_irq):' "$tmp/parm-test")" = 7 ] &&
-   [ "$(grep -cE '^test_(time_scale|link_grants|link_send_done_delay_us):' "$tmp/parm-test")" = 3 ] &&
+   [ "$(grep -cE '^test_(time_scale|link_grants|link_send_done_delay_us|link_send_done_reused):' "$tmp/parm-test")" = 4 ] &&
    modinfo -F parm "$ko" >"$tmp/parm-product" 2>>"$log" &&
    grep -q '^family:' "$tmp/parm-product" && ! grep -qE '^(fault|test)_' "$tmp/parm-product"; then
 	tap_result OK "the test module (build-copy --test, W=1 C=2 clean) has the fault_cdc, fault_answer_old, fault_link_* and test_* hooks, the product smr.ko has none"
