@@ -342,7 +342,7 @@ case_linger() {
 	) &
 	pid=$!
 	rdma_wait_file "$work/linger.ready" 120 "$pid" ||
-		t_fail "the $n connections did not come up within 120 s"
+		t_fail "the $n connections did not come up within 120 s: $(tr '\n' ' ' <"$work/linger.run" 2>/dev/null)"
 	r=$(b_call hog 6)
 	ck "B's CPUs held busy" "$r" eq ok
 	: >"$work/linger.go"
@@ -351,6 +351,7 @@ case_linger() {
 	snap linger.post
 	# B's reader sees every connection's end
 	r=$(b_call drain_result 6136 60)
+	t_diag "A: $sum; B: $r"
 	ck "linger: exit status" "$(sed -n 's/^rc=//p' "$work/linger.run")" eq 0
 	ck "closes that returned before the linger time" "$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$sum")" eq "$n"
 	bmax=$(sed -n 's/.* max_close_ms=\([0-9]*\).*/\1/p' <<<"$sum")
