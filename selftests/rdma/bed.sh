@@ -232,16 +232,25 @@ summary_field() {
 # NAME on this host's address (host B: a b_VERB runs it). "ok" once it
 # runs, "fail: WHY" if it exited at once.
 stress_server() {
-	local name=$1 mode=$2
+	local name=$1 mode=$2 port="" prev="" a i
 	shift 2
+	for a in "$@"; do
+		[ "$prev" != -p ] || port=$a
+		prev=$a
+	done
 	start_detached "$name" "${RDMA_STREAM%/*}/smr_stress" "$mode" \
 		-a "$SMR_SELF_ADDR" "$@"
-	sleep 0.5
-	if [ -e "$work/$name.rc" ]; then
-		echo "fail: $(cat "$work/$name.err")"
-	else
-		echo ok
-	fi
+	# "ok" once it listens: a busy host starts it late, and a client
+	# refused meanwhile gives up (faults linger after waiters' hog)
+	for ((i = 0; i < $(tscale 30) * 10; i++)); do
+		if [ -e "$work/$name.rc" ]; then
+			echo "fail: $(cat "$work/$name.err")"
+			return
+		fi
+		ss -Hltn "sport = :$port" | grep -q . && { echo ok; return; }
+		sleep 0.1
+	done
+	echo "fail: not listening on port $port within $(tscale 30) s"
 }
 
 # conns_count: connections in this host's /proc/net/smr/conns (host B: a

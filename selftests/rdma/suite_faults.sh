@@ -322,6 +322,9 @@ case_waiters() {
 	t_diag "rdma link add rxe0: $(rdma link add rxe0 type rxe netdev eth0 2>&1)"
 	reload_a
 	b_call stop wait >/dev/null
+	# the hog outlives this case otherwise (20 s from its start)
+	b_call stop hog1 >/dev/null
+	b_call stop hog2 >/dev/null
 	t_note "$n_wait connections waited on A's link for a slot or credit when rxe0 went: all 200 sockets failed, sockets_active back to 0, rmmod ok"
 	t_end
 }
