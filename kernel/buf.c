@@ -557,6 +557,20 @@ static struct smr_buf *smr_buf_alloc_charged(struct ib_pd *pd, u32 size,
 		buf->mr = NULL;
 		goto err;
 	}
+	/*
+	 * Mapped once, for the buffer's life: every registration after this
+	 * one only changes the key. A device may apply a mapping the moment
+	 * it is made (rxe rewrites a live MR's page list and address), and a
+	 * former peer may still be writing under the old key then.
+	 */
+	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL,
+			 PAGE_SIZE) != buf->nents)
+		goto err;
+	/*
+	 * Zero-based: the peer addresses the ring by offset, and no kernel
+	 * address (rxe and siw map by virtual address) leaves the host.
+	 */
+	buf->mr->iova = 0;
 	smr_stat_inc(&init_net, SMR_STAT_BUF_ALLOCATED);
 	return buf;
 
@@ -587,25 +601,16 @@ static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote,
 }
 
 /*
- * Register @buf under a fresh key: invalidate the old registration first if
- * it had one, so that a key a former peer knew stops working.
+ * Register @buf under a fresh key; a registered one is invalidated in the
+ * same post, so that a key a former peer knew stops working. The mapping
+ * stays as smr_buf_alloc_charged() made it.
  */
 static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf,
 			    const unsigned long *deadline)
 {
 	struct ib_send_wr inv = {};
 	struct ib_reg_wr reg = {};
-	int n, err;
-
-	/* the device cannot map the buffer: a shortage, not the link's */
-	n = ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL, PAGE_SIZE);
-	if (n != buf->nents)
-		return -ENOBUFS;
-	/*
-	 * Zero-based: the peer addresses the ring by offset, and no kernel
-	 * address (rxe and siw map by virtual address) leaves the host.
-	 */
-	buf->mr->iova = 0;
+	int err;
 
 	if (buf->registered) {
 		inv.opcode = IB_WR_LOCAL_INV;
@@ -689,9 +694,10 @@ static void smr_buf_pool_free_work(struct work_struct *work)
  * from the pool if one fits, else new, its memory charged to @memcg
  * (NULL: the current task's); its registration waits for room on the
  * link until *@deadline (NULL: not at all). Process context.
- * ERR_PTR(-ENOBUFS) past a limit (counted) or what the device maps,
- * -ENOMEM without memory, or the link's error when the registration
- * failed (counted: the link is down or had no room in time).
+ * ERR_PTR(-ENOBUFS) past a limit (counted) or what the device registers,
+ * -ENOMEM without memory or when the device cannot map the buffer, or the
+ * link's error when the registration failed (counted: the link is down or
+ * had no room in time).
  */
 struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 			    struct mem_cgroup *memcg,

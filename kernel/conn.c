@@ -288,6 +288,8 @@ void smr_conn_give_back(struct smr_sock *smr)
 		smr_buf_put(smr_link_pool(link), rmb);
 	if (sndbuf)
 		smr_buf_put(smr_link_pool(link), sndbuf);
+	smr_link_test_stale_key(link, smr->conn.peer_rmb_rkey,
+				smr->conn.peer_rmb_size);
 	smr_link_detach(link, &smr->conn.link_user);
 	smr_link_put(link);
 }

@@ -1043,6 +1043,182 @@ module_param_cb(fault_link_qp_fatal_irq, &smr_link_test_qp_fatal_ops, NULL,
 MODULE_PARM_DESC(fault_link_qp_fatal_irq,
 		 "test only: write to fail an active link's QP and deliver its fatal QP event from hard interrupt context");
 
+/*
+ * test_link_stale_write_ms (write N, 0 disarms): the next connection that
+ * gives its buffers back on a link of a software (virtual DMA) device
+ * hands its peer's RMB key to that link, which then RDMA-WRITEs
+ * SMR_LINK_TEST_STALE_LEN bytes at the ring's start under the key, one
+ * WRITE after another, for N ms or until one fails: what a hostile peer
+ * can do with the key of a connection it closed, while the other side
+ * pools that RMB and gives it to the next connection. One writer at a
+ * time (an arming finding one running is used up). test_link_stale_writes
+ * (read): WRITEs that completed, those that failed, and the first
+ * failure's status.
+ *
+ * The writer (smr_link_test_stale) belongs to whoever claimed ->link and
+ * has at most one WRITE outstanding: its work runs only when none is,
+ * which is when it may stop and drop the link.
+ */
+#define SMR_LINK_TEST_STALE_LEN		1024
+#define SMR_LINK_TEST_STALE_MAX_MS	60000
+
+struct smr_link_test_stale {
+	struct ib_cqe		cqe;
+	struct delayed_work	work;
+	struct smr_link		*link;	/* a reference; NULL: none running */
+	u32			rkey;
+	unsigned long		until;	/* jiffies */
+	bool			stop;	/* a WRITE failed */
+	/* kmalloc'ed: a software device reads it by its direct-map address */
+	u8			*data;
+};
+
+static void smr_link_test_stale_done(struct ib_cq *cq, struct ib_wc *wc);
+static void smr_link_test_stale_post(struct work_struct *work);
+
+static struct smr_link_test_stale smr_link_test_stale = {
+	.cqe.done	= smr_link_test_stale_done,
+	.work		= __DELAYED_WORK_INITIALIZER(smr_link_test_stale.work,
+						     smr_link_test_stale_post,
+						     0),
+};
+static unsigned int smr_link_test_stale_ms;
+static atomic_t smr_link_test_stale_ok = ATOMIC_INIT(0);
+static atomic_t smr_link_test_stale_failed = ATOMIC_INIT(0);
+static int smr_link_test_stale_status = -1;	/* the first failure's */
+
+static int smr_link_test_stale_ms_set(const char *val,
+				      const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, SMR_LINK_TEST_STALE_MAX_MS);
+}
+
+static const struct kernel_param_ops smr_link_test_stale_ms_ops = {
+	.set	= smr_link_test_stale_ms_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(test_link_stale_write_ms, &smr_link_test_stale_ms_ops,
+		&smr_link_test_stale_ms, 0644);
+MODULE_PARM_DESC(test_link_stale_write_ms,
+		 "test only: the next connection closed on a software device's link leaves its peer's RMB key to a writer that WRITEs under it for N (0-60000) ms or until a WRITE fails");
+
+static int smr_link_test_stale_get(char *buf, const struct kernel_param *kp)
+{
+	int status = READ_ONCE(smr_link_test_stale_status);
+
+	return sysfs_emit(buf, "%d %d %s\n",
+			  atomic_read(&smr_link_test_stale_ok),
+			  atomic_read(&smr_link_test_stale_failed),
+			  status < 0 ? "none" : ib_wc_status_msg(status));
+}
+
+static const struct kernel_param_ops smr_link_test_stale_get_ops = {
+	.get	= smr_link_test_stale_get,
+};
+
+module_param_cb(test_link_stale_writes, &smr_link_test_stale_get_ops, NULL,
+		0444);
+MODULE_PARM_DESC(test_link_stale_writes,
+		 "test only: the stale writer's WRITEs: completed, failed, the first failure's status");
+
+static void smr_link_test_stale_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link_test_stale *st = container_of(wc->wr_cqe,
+						      struct smr_link_test_stale,
+						      cqe);
+	struct smr_link *link = cq->cq_context;
+
+	if (wc->status == IB_WC_SUCCESS) {
+		atomic_inc(&smr_link_test_stale_ok);
+	} else {
+		atomic_inc(&smr_link_test_stale_failed);
+		cmpxchg(&smr_link_test_stale_status, -1, wc->status);
+		WRITE_ONCE(st->stop, true);
+	}
+	/* a refused WRITE takes the link down, counted, as any failed one */
+	smr_link_send_progress(link, wc);
+	spin_lock_bh(&link->lock);
+	smr_link_sq_release_locked(link, 1);
+	spin_unlock_bh(&link->lock);
+	queue_delayed_work(system_wq, &st->work, 0);
+}
+
+/* Process context, no WRITE outstanding: post the next one, or stop. */
+static void smr_link_test_stale_post(struct work_struct *work)
+{
+	struct smr_link_test_stale *st = container_of(to_delayed_work(work),
+						      struct smr_link_test_stale,
+						      work);
+	struct smr_link *link = st->link;
+	struct ib_sge sge = {
+		.addr	= (uintptr_t)st->data,
+		.length	= SMR_LINK_TEST_STALE_LEN,
+	};
+	struct ib_rdma_wr wr = {
+		.wr.wr_cqe	= &st->cqe,
+		.wr.opcode	= IB_WR_RDMA_WRITE,
+		.wr.send_flags	= IB_SEND_SIGNALED,
+		.wr.sg_list	= &sge,
+		.wr.num_sge	= 1,
+		.rkey		= st->rkey,
+	};
+	bool posted = false, busy = false;
+
+	if (!READ_ONCE(st->stop) && !READ_ONCE(smr_link_test_exiting) &&
+	    time_before(jiffies, st->until)) {
+		spin_lock_bh(&link->lock);
+		if (link->state == SMR_LINK_ACTIVE && !link->sq_free) {
+			busy = true;
+		} else if (link->state == SMR_LINK_ACTIVE) {
+			sge.lkey = link->pd->local_dma_lkey;
+			link->sq_free--;
+			posted = !ib_post_send(link->qp, &wr.wr, NULL);
+			if (!posted)
+				link->sq_free++;
+		}
+		spin_unlock_bh(&link->lock);
+	}
+	if (busy)
+		queue_delayed_work(system_wq, &st->work, 1);
+	if (busy || posted)
+		return;
+	/* nothing outstanding: the writer is free for the next arming */
+	kfree(st->data);
+	st->data = NULL;
+	smp_store_release(&st->link, NULL);
+	smr_link_put(link);
+}
+
+/*
+ * The connection that gave its buffers back on @link knew its peer's RMB
+ * by @rkey (@size bytes; 0: it never had one): the writer takes the key if
+ * it was armed. Any context; the caller holds a reference on @link.
+ */
+void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
+{
+	struct smr_link_test_stale *st = &smr_link_test_stale;
+	unsigned int ms;
+
+	if (size < SMR_LINK_TEST_STALE_LEN || !link->ibdev ||
+	    !ib_uses_virt_dma(link->ibdev) ||
+	    READ_ONCE(smr_link_test_exiting))
+		return;
+	ms = xchg(&smr_link_test_stale_ms, 0);
+	if (!ms || cmpxchg(&st->link, NULL, link))
+		return;
+	st->data = kzalloc(SMR_LINK_TEST_STALE_LEN, GFP_ATOMIC);
+	if (!st->data) {
+		smp_store_release(&st->link, NULL);
+		return;
+	}
+	kref_get(&link->ref);
+	st->rkey = rkey;
+	st->stop = false;
+	st->until = jiffies + msecs_to_jiffies(ms);
+	queue_delayed_work(system_wq, &st->work, 0);
+}
+
 /* Module exit: no more injected events; the last one is done with. */
 void smr_link_test_exit(void)
 {
@@ -1052,6 +1228,16 @@ void smr_link_test_exit(void)
 	irq_work_sync(&smr_link_test_irq);
 	flush_work(&smr_link_test_irq_put_work);
 }
+
+/*
+ * Module exit, every link torn down: a stale writer's last WRITE was
+ * flushed by then, and its work drops the link.
+ */
+void smr_link_test_exit_links_gone(void)
+{
+	flush_delayed_work(&smr_link_test_stale.work);
+}
+
 #endif
 
 static void smr_link_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)

@@ -82,6 +82,13 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 		      struct ib_send_wr *writes, const struct smr_cdc *cdc,
 		      const u8 *data, u64 tx_pos);
 void smr_link_devices_gone(struct ib_device *ibdev);
+#ifdef SMR_TEST_HOOKS
+void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size);
+#else
+/* The test module's stale writer (test_link_stale_write_ms): none. */
+static inline void smr_link_test_stale_key(struct smr_link *link, u32 rkey,
+					   u32 size) { }
+#endif
 int smr_links_show(struct seq_file *seq, void *v);
 void smr_links_walk_users(void (*fn)(void *arg, u32 link_id,
 				     struct smr_link_user *user),

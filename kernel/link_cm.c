@@ -1108,6 +1108,7 @@ void smr_link_exit(void)
 	/* links that raced into the list behind the flush */
 	while (!list_empty_careful(&smr_links))
 		smr_link_devices_gone(NULL);
+	smr_link_test_exit_links_gone();
 	destroy_workqueue(smr_link_wq);
 	/* no handshake or listener is left to add or take one */
 	smr_link_grants_free();

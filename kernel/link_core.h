@@ -221,6 +221,7 @@ void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos);
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
 void smr_link_test_exit(void);
+void smr_link_test_exit_links_gone(void);
 #else
 /* A link we connect that is not up this long fails. */
 static inline unsigned long smr_link_setup_timeout(void)
@@ -246,6 +247,7 @@ static inline int smr_link_test_accept_fails(struct smr_link *link)
 
 /* The test module's pending faults are done with: none in the product. */
 static inline void smr_link_test_exit(void) { }
+static inline void smr_link_test_exit_links_gone(void) { }
 #endif
 
 /*
