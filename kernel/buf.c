@@ -15,8 +15,11 @@
  * by the next connection of the same size and kind; reuse costs one
  * invalidate + register work request pair with a new key (so a stale peer
  * can never write into its successor's ring) and no allocation, mapping or
- * MR creation. A pool keeps at most net.smr.mem_pool_link_max bytes, all
- * pools together net.smr.mem_pool_max; a buffer that does not fit is freed
+ * MR creation. A buffer is mapped once, when it is made: some devices
+ * (rxe, siw) apply a mapping to the live MR at once, and a former peer may
+ * still be writing under the old key until the invalidation runs. A pool
+ * keeps at most net.smr.mem_pool_link_max bytes, all pools together
+ * net.smr.mem_pool_max; a buffer that does not fit is freed
  * instead (buffers_pool_full), by a work item since puts come from any
  * context. Pools are freed with their link.
  *
@@ -74,6 +77,7 @@
 #include <linux/log2.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/random.h>
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
@@ -81,6 +85,7 @@
 #include <linux/seq_file.h>
 #include <linux/seq_file_net.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -91,6 +96,35 @@
 #include "stats.h"
 #include "sysctl.h"
 #include "wire.h"
+
+#ifdef SMR_TEST_HOOKS
+/*
+ * test_buf_maps (read only): how many times a buffer's MR was mapped. A
+ * reused buffer must not be mapped again: the attack suite's stale_key
+ * case reads it around a reuse.
+ */
+static atomic_t smr_buf_test_maps = ATOMIC_INIT(0);
+
+static int smr_buf_test_maps_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&smr_buf_test_maps));
+}
+
+static const struct kernel_param_ops smr_buf_test_maps_ops = {
+	.get	= smr_buf_test_maps_get,
+};
+
+module_param_cb(test_buf_maps, &smr_buf_test_maps_ops, NULL, 0444);
+MODULE_PARM_DESC(test_buf_maps,
+		 "test only: how many times a buffer's MR was mapped");
+
+static void smr_buf_test_mapped(void)
+{
+	atomic_inc(&smr_buf_test_maps);
+}
+#else
+static inline void smr_buf_test_mapped(void) { }
+#endif
 
 /* bytes of buffers (pooled ones included) on this host: net.smr.mem_max */
 static atomic_long_t smr_buf_mem_used = ATOMIC_LONG_INIT(0);
@@ -563,6 +597,7 @@ static struct smr_buf *smr_buf_alloc_charged(struct ib_pd *pd, u32 size,
 	 * it is made (rxe rewrites a live MR's page list and address), and a
 	 * former peer may still be writing under the old key then.
 	 */
+	smr_buf_test_mapped();
 	if (ib_map_mr_sg(buf->mr, buf->sgt.sgl, buf->nents, NULL,
 			 PAGE_SIZE) != buf->nents)
 		goto err;

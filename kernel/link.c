@@ -971,7 +971,7 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
  * (sysfs parameters outlive ->exit()).
  */
 static struct smr_link *smr_link_test_irq_link;
-static bool smr_link_test_exiting;	/* under kernel_param_lock() */
+static bool smr_link_test_exiting;	/* set under kernel_param_lock() */
 
 static void smr_link_test_irq_put(struct work_struct *work)
 {
@@ -1052,7 +1052,7 @@ MODULE_PARM_DESC(fault_link_qp_fatal_irq,
  * can do with the key of a connection it closed, while the other side
  * pools that RMB and gives it to the next connection. One writer at a
  * time (an arming finding one running is used up). test_link_stale_writes
- * (read): WRITEs that completed, those that failed, and the first
+ * (read): WRITEs that completed, those that failed, and the last
  * failure's status.
  *
  * The writer (smr_link_test_stale) belongs to whoever claimed ->link and
@@ -1060,7 +1060,7 @@ MODULE_PARM_DESC(fault_link_qp_fatal_irq,
  * which is when it may stop and drop the link.
  */
 #define SMR_LINK_TEST_STALE_LEN		1024
-#define SMR_LINK_TEST_STALE_MAX_MS	60000
+#define SMR_LINK_TEST_STALE_MAX_MS	600000
 
 struct smr_link_test_stale {
 	struct ib_cqe		cqe;
@@ -1082,10 +1082,11 @@ static struct smr_link_test_stale smr_link_test_stale = {
 						     smr_link_test_stale_post,
 						     0),
 };
+
 static unsigned int smr_link_test_stale_ms;
 static atomic_t smr_link_test_stale_ok = ATOMIC_INIT(0);
 static atomic_t smr_link_test_stale_failed = ATOMIC_INIT(0);
-static int smr_link_test_stale_status = -1;	/* the first failure's */
+static int smr_link_test_stale_status = -1;	/* the last failure's */
 
 static int smr_link_test_stale_ms_set(const char *val,
 				      const struct kernel_param *kp)
@@ -1101,7 +1102,7 @@ static const struct kernel_param_ops smr_link_test_stale_ms_ops = {
 module_param_cb(test_link_stale_write_ms, &smr_link_test_stale_ms_ops,
 		&smr_link_test_stale_ms, 0644);
 MODULE_PARM_DESC(test_link_stale_write_ms,
-		 "test only: the next connection closed on a software device's link leaves its peer's RMB key to a writer that WRITEs under it for N (0-60000) ms or until a WRITE fails");
+		 "test only: the next connection closed on a software device's link leaves its peer's RMB key to a writer that WRITEs under it for N (0-600000) ms or until a WRITE fails");
 
 static int smr_link_test_stale_get(char *buf, const struct kernel_param *kp)
 {
@@ -1120,7 +1121,7 @@ static const struct kernel_param_ops smr_link_test_stale_get_ops = {
 module_param_cb(test_link_stale_writes, &smr_link_test_stale_get_ops, NULL,
 		0444);
 MODULE_PARM_DESC(test_link_stale_writes,
-		 "test only: the stale writer's WRITEs: completed, failed, the first failure's status");
+		 "test only: the stale writer's WRITEs: completed, failed, the last failure's status");
 
 static void smr_link_test_stale_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -1133,7 +1134,7 @@ static void smr_link_test_stale_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic_inc(&smr_link_test_stale_ok);
 	} else {
 		atomic_inc(&smr_link_test_stale_failed);
-		cmpxchg(&smr_link_test_stale_status, -1, wc->status);
+		WRITE_ONCE(smr_link_test_stale_status, wc->status);
 		WRITE_ONCE(st->stop, true);
 	}
 	/* a refused WRITE takes the link down, counted, as any failed one */
@@ -1178,6 +1179,9 @@ static void smr_link_test_stale_post(struct work_struct *work)
 				link->sq_free++;
 		}
 		spin_unlock_bh(&link->lock);
+		if (!posted && !busy)
+			pr_info("test stale writer: link %u: not posted\n",
+				link->id);
 	}
 	if (busy)
 		queue_delayed_work(system_wq, &st->work, 1);
@@ -1186,6 +1190,7 @@ static void smr_link_test_stale_post(struct work_struct *work)
 	/* nothing outstanding: the writer is free for the next arming */
 	kfree(st->data);
 	st->data = NULL;
+	/* the writer's fields are written before the next claim can see it */
 	smp_store_release(&st->link, NULL);
 	smr_link_put(link);
 }
@@ -1209,10 +1214,12 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 		return;
 	st->data = kzalloc(SMR_LINK_TEST_STALE_LEN, GFP_ATOMIC);
 	if (!st->data) {
+		pr_info("test stale writer: no memory\n");
+		/* as at the writer's end: unclaimed after its last store */
 		smp_store_release(&st->link, NULL);
 		return;
 	}
-	kref_get(&link->ref);
+	smr_link_hold(link);
 	st->rkey = rkey;
 	st->stop = false;
 	st->until = jiffies + msecs_to_jiffies(ms);
@@ -1223,7 +1230,7 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 void smr_link_test_exit(void)
 {
 	kernel_param_lock(THIS_MODULE);
-	smr_link_test_exiting = true;
+	WRITE_ONCE(smr_link_test_exiting, true);
 	kernel_param_unlock(THIS_MODULE);
 	irq_work_sync(&smr_link_test_irq);
 	flush_work(&smr_link_test_irq_put_work);

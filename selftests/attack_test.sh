@@ -9,7 +9,9 @@
 # either side (test hooks fault_link_*); a link that goes down between a
 # server's lookup and its attach; a peer whose module predates
 # LINK_REQUEST (mixed_version: the test module's fault_answer_old); the
-# link table's shares (link_share: a user's quarter, the peers' half).
+# link table's shares (link_share: a user's quarter, the peers' half); a
+# peer WRITEing under a closed connection's key while its RMB is reused
+# (stale_key; SMR_STALE_KEY_ROUNDS rounds, default 3).
 # Two guests on the rdma bed
 # (selftests/rdma/bed.sh; selftests/rdma_test.sh documents the
 # environment, SMR_RDMA_VM_RUN included: another checkout's module), its
