@@ -21,7 +21,7 @@ suite_tests=(
 	"grant_evict|a host that asks for grants and never connects cannot keep other peers' new links out: A's test module (fault_link_grant_unused) makes its next 64 links fail right after B granted them, never connecting rdma_cm, so B keeps each grant until it expires; from 16 of A's addresses (192.0.2.41-56) 4 connections each, in turn per address and the addresses at once, fill B's 64 grants (each falls back to TCP intact, B's links_granted +64); then a connection from a 17th address (192.0.2.57) without the fault runs in mode rdma, intact, on a new link: B evicted its oldest grant for it (links_grants_evicted +1, links_granted +1, links_created +1), all within the grants' 10 s lifetime"
 	"grant_victim|which grant a full table gives up: a connection from an 18th address (192.0.2.58) whose rdma_cm request comes late (A's fault_link_grant_late: only once the case releases it, after the rest, as when the first request was lost) holds the table's oldest grant; 15 addresses then make 4 unused grants each (fault_link_grant_unused), a second later a 16th makes 3 (the table is full, 64), and a 17th address's connection needs one more: B gives up the oldest grant of a peer holding the most (4), not the late client's single one, so its late request still proves its grant and its connection runs in mode rdma, intact (B: links_grants_evicted +1, links_refused +0)"
 	"attach_dead|a server whose PROPOSAL names a link that goes down before the connection attaches (the test module's fault_link_find on B: the link is taken down and its teardown finishes between lookup and attach, as an idle expiry may) does not use it: 8 connections, each falls back to TCP intact (B counts each in links_attach_dead), no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
-	"stale_key|a peer that keeps RDMA-WRITEing under the key of a connection it closed (A's test module: test_link_stale_write_ms, 1 KiB WRITEs one after another) while B pools that connection's RMB and gives it to the next connection: its WRITEs land while the RMB is pooled and none is refused, the first one after B re-registered the RMB (both buffers of the next connection from the pool: no allocation, one registration, no new mapping: test_buf_maps) is refused (remote access error), that link goes down (links_failed counted by the end that took it down first), B stays up with no splat, and a fresh connection then runs in mode rdma, intact, on a new link; ${SMR_STALE_KEY_ROUNDS:-3} rounds"
+	"stale_key|a peer that keeps RDMA-WRITEing under the key of a connection it closed (A's test module: test_link_stale_write_ms, 1 KiB WRITEs one after another) while B pools that connection's RMB and gives it to the next connection: its WRITEs land while the RMB is pooled and none is refused, the first one after B re-registered the RMB (both buffers of the next connection from the pool: no allocation, one registration, no new mapping: test_buf_maps) is refused (B's link fails: links_failed +1; A's WRITE ends in remote access error, or flushed when B's disconnect came first), that link goes down, B stays up with no splat, and a fresh connection then runs in mode rdma, intact, on a new link; ${SMR_STALE_KEY_ROUNDS:-3} rounds"
 )
 
 # the flood: requests per mode, seconds per mode, modes
@@ -430,6 +430,7 @@ b_conns_none() {
 
 case_stale_key() {
 	local i tag landed=0 refused=0 notes=() ok failed fa fb idle maps0 maps
+	local status
 	t_begin stale_key
 	if [ "$expect" = tcp ]; then
 		t_note "no RMB in mode tcp: no key to go stale"
@@ -468,26 +469,30 @@ case_stale_key() {
 		maps=$(b_call fault test_buf_maps)
 		ok=$(($(sk_writes ok) - sk_ok0))
 		failed=$(($(sk_writes failed) - sk_failed0))
-		ck "$tag: the refusal's status" "$(sk_writes status)" eq "remote access error"
+		# A's WRITE fails with B's refusal, or is flushed when B's
+		# disconnect took A's link down first
+		status=$(sk_writes status)
+		case $status in
+		"remote access error" | "WR flushed") ;;
+		*) t_fail "$tag: the refused WRITE's status: $status" ;;
+		esac
 		ck "$tag: stale WRITEs refused" "$failed" eq 1
 		# both of the next connection's buffers came from the pool
 		ck "$tag: B's buffers_reused over the next connection" "$(delta "$tag.pooled" "$tag.post" b buffers_reused)" eq 2
 		ck "$tag: B's buffers_allocated over the next connection" "$(delta "$tag.pooled" "$tag.post" b buffers_allocated)" eq 0
 		ck "$tag: B's buffers_registered over the next connection" "$(delta "$tag.pooled" "$tag.post" b buffers_registered)" eq 1
 		ck "$tag: B's buffer mappings over the next connection" "$((maps - maps0))" eq 0
-		# B's QP fails with the refusal, A's with its answer: whichever
-		# end takes the link down first counts it, the other may learn
-		# it from rdma_cm's disconnect first
+		# B's QP fails as it refuses the WRITE (B counts it first); A's
+		# fails with the refusal, or learns of it by B's disconnect
 		fa=$(delta "$tag.pre" "$tag.post" a links_failed)
 		fb=$(delta "$tag.pre" "$tag.post" b links_failed)
+		ck "$tag: B's links_failed" "$fb" eq 1
 		ck "$tag: A's links_failed" "$fa" le 1
-		ck "$tag: B's links_failed" "$fb" le 1
-		ck "$tag: links_failed, A + B" "$((fa + fb))" ge 1
 		ck "$tag: A's smr QPs left" "$(rdma_res_count "$work/$tag.post.a.qp" smr)" eq 0
 		ck "$tag: B's smr QPs left" "$(rdma_res_count "$work/$tag.post.b.qp" smr)" eq 0
 		landed=$((landed + ok))
 		refused=$((refused + failed))
-		notes+=("$tag: $ok stale WRITEs landed, $failed refused, links_failed A +$fa B +$fb, B's mappings over the reuse +$((maps - maps0)); the next connection: mode $(ls_conn_field "$tag.next" mode) rc $(sed -n 's/^rc=//p' "$work/$tag.next.client")")
+		notes+=("$tag: $ok stale WRITEs landed, $failed refused, A's status $status, links_failed A +$fa B +$fb, B's mappings over the reuse +$((maps - maps0)); the next connection: mode $(ls_conn_field "$tag.next" mode) rc $(sed -n 's/^rc=//p' "$work/$tag.next.client")")
 	done
 	ck "A: test_link_stale_write_ms disarmed" "$(fault_on a test_link_stale_write_ms 0)" eq 0
 	sysctl -qw net.smr.link_idle_timeout_ms="$idle"
