@@ -36,6 +36,32 @@ attack_bytes=1048576
 attack_mem_kb=65536
 attack_slab_kb=32768
 
+# --- both hosts ---------------------------------------------------------------
+
+# attack_time_scale: on a slow kernel (SMR_TEST_TIME_SCALE > 1: the debug
+# kernel) every look at the other host over the control service takes
+# seconds, so an unused link idles out between two steps of a case and a
+# link's setup deadline runs out before the case's own. Each host stretches
+# its link_idle_timeout_ms and the test module's link deadlines
+# (test_time_scale) by the bed's scale; cases that set their own idle
+# timeout scale it too. At scale 1 nothing changes.
+attack_time_scale() {
+	local idle r
+	[ "$bed_time_scale" -gt 1 ] || return 0
+	idle=$(sysctl -n net.smr.link_idle_timeout_ms) || return 1
+	sysctl -qw net.smr.link_idle_timeout_ms="$((idle * bed_time_scale))" || return 1
+	r=$(fault_param test_time_scale "$bed_time_scale")
+	[ "$r" = "$bed_time_scale" ] || { log "test_time_scale: $r"; return 1; }
+}
+
+suite_a_setup() {
+	attack_time_scale
+}
+
+suite_b_setup() {
+	attack_time_scale || { echo "attack_time_scale failed on B" >"$out/fatal"; return 1; }
+}
+
 # --- host B --------------------------------------------------------------------
 
 # meminfo: B's MemAvailable and Slab in kB, "avail slab".
@@ -301,8 +327,8 @@ case_idle() {
 	sysctl -qw net.smr.link_idle_timeout_ms=1000
 	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
 	wait_until 60 links_gone || t_fail "links did not idle out before the case: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
-	sysctl -qw net.smr.link_idle_timeout_ms=2000
-	b_call sysctl net.smr.link_idle_timeout_ms=2000 >/dev/null
+	sysctl -qw net.smr.link_idle_timeout_ms="$(tscale 2000)"
+	b_call sysctl net.smr.link_idle_timeout_ms="$(tscale 2000)" >/dev/null
 	snap idle.pre
 	serve idle -p 6180 -n 1 -s 65536 -M any -T 120 || { t_end; return; }
 	r=$(b_call roce_drop on)
@@ -334,14 +360,15 @@ case_idle() {
 		"$(delta idle.pre idle.up b handshakes_completed)" eq 0
 	t_file "A's links once up" "$work/idle.up.a.links"
 	t_file "B's links once up" "$work/idle.up.b.links"
+	# the idle timeout is the bed's (2 s x scale): the bound scales with it
 	t0=$SECONDS
-	wait_bound 15 links_gone
+	wait_until 15 links_gone
 	t_gone=$((SECONDS - t0))
-	ck "A's links 15 s after a link came up that no connection used" \
+	ck "A's links $(tscale 15) s after a link came up that no connection used" \
 		"$(rdma_links | rdma_links_count -)" eq 0
-	ck "B's links 15 s after a link came up that no connection used" \
+	ck "B's links $(tscale 15) s after a link came up that no connection used" \
 		"$(b_call links_count)" eq 0
-	t_note "the connection fell back ($(grep -o 'reason=[^ ]*' "$work/idle.client" | head -n 1)), its link came up unused on both hosts ${t_up} s after the connect and was gone ${t_gone} s later (idle timeout 2 s)"
+	t_note "the connection fell back ($(grep -o 'reason=[^ ]*' "$work/idle.client" | head -n 1)), its link came up unused on both hosts ${t_up} s after the connect and was gone ${t_gone} s later (idle timeout $(tscale 2000) ms)"
 	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
@@ -880,7 +907,7 @@ case_grant_evict() {
 	ck "B: links_created over the 17th's connection" "$created" eq 1
 	ck "A: links_failed over the 17th's connection" "$(delta ge.filled ge.post a links_failed)" eq 0
 	t_note "$nfill grants from $grant_evict_fillers addresses never connected (A's links_failed +$(delta ge.pre ge.filled a links_failed), B's links_granted +$(delta ge.pre ge.filled b links_granted)), then the 17th address, $ms ms after the fill began: mode ${mode:-?} reason ${reason:-?}; B's links_granted +$granted, links_grants_evicted +${evicted:-?}, links_created +$created"
-	grant_time 1
+	grant_time "$bed_time_scale"
 	links_reset
 	addrs_del
 	t_end
@@ -984,7 +1011,7 @@ case_grant_victim() {
 	fault_on a fault_link_grant_unused 0 >/dev/null
 	fault_on a fault_link_grant_late_release 0 >/dev/null
 	t_note "the late client's grant first, then $nfill unused grants from $((grant_victim_first + 1)) addresses, the 17th address $ms ms after the late grant: B granted +$granted, evicted +$evicted, refused +$refused; the late client: mode ${mode:-?} reason ${reason:-?}"
-	grant_time 1
+	grant_time "$bed_time_scale"
 	links_reset
 	addrs_del
 	t_end
