@@ -1164,7 +1164,7 @@ static void smr_link_test_stale_post(struct work_struct *work)
 		.wr.num_sge	= 1,
 		.rkey		= st->rkey,
 	};
-	bool posted = false, busy = false;
+	bool posted = false, busy = false, refused = false;
 
 	if (!READ_ONCE(st->stop) && !READ_ONCE(smr_link_test_exiting) &&
 	    time_before(jiffies, st->until)) {
@@ -1175,13 +1175,18 @@ static void smr_link_test_stale_post(struct work_struct *work)
 			sge.lkey = link->pd->local_dma_lkey;
 			link->sq_free--;
 			posted = !ib_post_send(link->qp, &wr.wr, NULL);
-			if (!posted)
+			if (!posted) {
 				link->sq_free++;
+				refused = true;
+			}
 		}
 		spin_unlock_bh(&link->lock);
 		if (!posted && !busy)
 			pr_info("test stale writer: link %u: not posted\n",
 				link->id);
+		/* a QP that refuses a post is broken: as for the link's own */
+		if (refused)
+			smr_link_fail(link, "test stale writer: post refused");
 	}
 	if (busy)
 		queue_delayed_work(system_wq, &st->work, 1);
@@ -1205,8 +1210,13 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 	struct smr_link_test_stale *st = &smr_link_test_stale;
 	unsigned int ms;
 
+	/*
+	 * Only an active link can carry the WRITEs: an arming met on a link
+	 * going down is left for the next connection's.
+	 */
 	if (size < SMR_LINK_TEST_STALE_LEN || !link->ibdev ||
 	    !ib_uses_virt_dma(link->ibdev) ||
+	    smr_link_state(link) != SMR_LINK_ACTIVE ||
 	    READ_ONCE(smr_link_test_exiting))
 		return;
 	ms = xchg(&smr_link_test_stale_ms, 0);
@@ -1219,6 +1229,7 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 		smp_store_release(&st->link, NULL);
 		return;
 	}
+	/* the caller's reference lasts the call; the writer keeps its own */
 	smr_link_hold(link);
 	st->rkey = rkey;
 	st->stop = false;
