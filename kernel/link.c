@@ -971,7 +971,8 @@ static void smr_link_qp_event(struct ib_event *event, void *context)
  * (sysfs parameters outlive ->exit()).
  */
 static struct smr_link *smr_link_test_irq_link;
-static bool smr_link_test_exiting;	/* set under kernel_param_lock() */
+/* set under kernel_param_lock() and smr_link_test_stale_lock */
+static bool smr_link_test_exiting;
 
 static void smr_link_test_irq_put(struct work_struct *work)
 {
@@ -1044,6 +1045,47 @@ MODULE_PARM_DESC(fault_link_qp_fatal_irq,
 		 "test only: write to fail an active link's QP and deliver its fatal QP event from hard interrupt context");
 
 /*
+ * test_link_idle_rearm (write): every active link nobody uses has its
+ * expiry re-armed at the current link_idle_timeout_ms, as if its last user
+ * had just left, so a suite that lowers the timeout to clear the links
+ * need not wait out expiries armed under a longer one. Read: how many
+ * links the last write re-armed.
+ */
+static unsigned int smr_link_test_idle_rearmed;
+
+static int smr_link_test_idle_rearm_set(const char *val,
+					const struct kernel_param *kp)
+{
+	struct smr_link *link;
+	unsigned int n = 0;
+
+	if (READ_ONCE(smr_link_test_exiting))
+		return -ENODEV;
+	spin_lock_bh(&smr_links_lock);
+	list_for_each_entry(link, &smr_links, node) {
+		spin_lock(&link->lock);
+		if (!link->nusers && link->state == SMR_LINK_ACTIVE) {
+			smr_link_arm_idle_locked(link);
+			n++;
+		}
+		spin_unlock(&link->lock);
+	}
+	spin_unlock_bh(&smr_links_lock);
+	WRITE_ONCE(smr_link_test_idle_rearmed, n);
+	return 0;
+}
+
+static const struct kernel_param_ops smr_link_test_idle_rearm_ops = {
+	.set	= smr_link_test_idle_rearm_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(test_link_idle_rearm, &smr_link_test_idle_rearm_ops,
+		&smr_link_test_idle_rearmed, 0644);
+MODULE_PARM_DESC(test_link_idle_rearm,
+		 "test only: write to re-arm every unused active link's expiry at the current link_idle_timeout_ms; read: links the last write re-armed");
+
+/*
  * test_link_stale_write_ms (write N, 0 disarms): the next connection that
  * gives its buffers back on a link of a software (virtual DMA) device
  * hands its peer's RMB key to that link, which then RDMA-WRITEs
@@ -1051,13 +1093,15 @@ MODULE_PARM_DESC(fault_link_qp_fatal_irq,
  * WRITE after another, for N ms or until one fails: what a hostile peer
  * can do with the key of a connection it closed, while the other side
  * pools that RMB and gives it to the next connection. One writer at a
- * time (an arming finding one running is used up). test_link_stale_writes
+ * time (an arming waits while one runs). test_link_stale_writes
  * (read): WRITEs that completed, those that failed, and the last
  * failure's status.
  *
  * The writer (smr_link_test_stale) belongs to whoever claimed ->link and
  * has at most one WRITE outstanding: its work runs only when none is,
- * which is when it may stop and drop the link.
+ * which is when it may stop and drop the link. It is claimed and queued
+ * under smr_link_test_stale_lock, which module exit takes to set
+ * smr_link_test_exiting: once exit has, nothing queues the writer again.
  */
 #define SMR_LINK_TEST_STALE_LEN		1024
 #define SMR_LINK_TEST_STALE_MAX_MS	600000
@@ -1083,6 +1127,7 @@ static struct smr_link_test_stale smr_link_test_stale = {
 						     0),
 };
 
+static DEFINE_SPINLOCK(smr_link_test_stale_lock);
 static unsigned int smr_link_test_stale_ms;
 static atomic_t smr_link_test_stale_ok = ATOMIC_INIT(0);
 static atomic_t smr_link_test_stale_failed = ATOMIC_INIT(0);
@@ -1184,7 +1229,7 @@ static void smr_link_test_stale_post(struct work_struct *work)
 		if (!posted && !busy)
 			pr_info("test stale writer: link %u: not posted\n",
 				link->id);
-		/* a QP that refuses a post is broken: as for the link's own */
+		/* the QP is broken: counted, as a failed WRITE would be */
 		if (refused)
 			smr_link_fail(link, "test stale writer: post refused");
 	}
@@ -1208,6 +1253,7 @@ static void smr_link_test_stale_post(struct work_struct *work)
 void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 {
 	struct smr_link_test_stale *st = &smr_link_test_stale;
+	unsigned long flags;
 	unsigned int ms;
 
 	/*
@@ -1216,32 +1262,38 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 	 */
 	if (size < SMR_LINK_TEST_STALE_LEN || !link->ibdev ||
 	    !ib_uses_virt_dma(link->ibdev) ||
-	    smr_link_state(link) != SMR_LINK_ACTIVE ||
-	    READ_ONCE(smr_link_test_exiting))
+	    smr_link_state(link) != SMR_LINK_ACTIVE)
 		return;
+	spin_lock_irqsave(&smr_link_test_stale_lock, flags);
+	/* claimed first, so an arming is used up only by a writer it starts */
+	if (smr_link_test_exiting || smp_load_acquire(&st->link))
+		goto out;
 	ms = xchg(&smr_link_test_stale_ms, 0);
-	if (!ms || cmpxchg(&st->link, NULL, link))
-		return;
+	if (!ms)
+		goto out;
 	st->data = kzalloc(SMR_LINK_TEST_STALE_LEN, GFP_ATOMIC);
 	if (!st->data) {
 		pr_info("test stale writer: no memory\n");
-		/* as at the writer's end: unclaimed after its last store */
-		smp_store_release(&st->link, NULL);
-		return;
+		goto out;
 	}
 	/* the caller's reference lasts the call; the writer keeps its own */
 	smr_link_hold(link);
+	st->link = link;
 	st->rkey = rkey;
 	st->stop = false;
 	st->until = jiffies + msecs_to_jiffies(ms);
 	queue_delayed_work(system_wq, &st->work, 0);
+out:
+	spin_unlock_irqrestore(&smr_link_test_stale_lock, flags);
 }
 
 /* Module exit: no more injected events; the last one is done with. */
 void smr_link_test_exit(void)
 {
 	kernel_param_lock(THIS_MODULE);
+	spin_lock_irq(&smr_link_test_stale_lock);
 	WRITE_ONCE(smr_link_test_exiting, true);
+	spin_unlock_irq(&smr_link_test_stale_lock);
 	kernel_param_unlock(THIS_MODULE);
 	irq_work_sync(&smr_link_test_irq);
 	flush_work(&smr_link_test_irq_put_work);

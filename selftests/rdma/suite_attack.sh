@@ -14,7 +14,7 @@
 suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
-	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s"
+	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s (both times the bed's time scale on a slow kernel)"
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
@@ -242,12 +242,24 @@ grant_time() {
 	ck "B: grant table emptied" "$(fault_on b test_link_grants 0)" eq 0
 }
 
+# links_idle_soon: both hosts' idle timeout 1 s, and the links already idle
+# re-armed at it (test_link_idle_rearm): an expiry armed under the bed's
+# scaled timeout (8 min on the debug kernel) is not waited out.
+links_idle_soon() {
+	local r
+	sysctl -qw net.smr.link_idle_timeout_ms=1000
+	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
+	r=$(fault_on a test_link_idle_rearm 1)
+	[[ $r =~ ^[0-9]+$ ]] || t_fail "A's test_link_idle_rearm: $r"
+	r=$(fault_on b test_link_idle_rearm 1)
+	[[ $r =~ ^[0-9]+$ ]] || t_fail "B's test_link_idle_rearm: $r"
+}
+
 # links_reset: no link between the two hosts (both idle out theirs).
 links_reset() {
 	local saved
 	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
-	sysctl -qw net.smr.link_idle_timeout_ms=1000
-	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
+	links_idle_soon
 	wait_until 60 links_gone || t_fail "links did not idle out: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved" >/dev/null
@@ -324,8 +336,7 @@ case_idle() {
 	t_begin idle
 	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
 	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
-	sysctl -qw net.smr.link_idle_timeout_ms=1000
-	b_call sysctl net.smr.link_idle_timeout_ms=1000 >/dev/null
+	links_idle_soon
 	wait_until 60 links_gone || t_fail "links did not idle out before the case: A $(rdma_links | tr '\n' ' ') B $(b_call links | tr '\n' ' ')"
 	sysctl -qw net.smr.link_idle_timeout_ms="$(tscale 2000)"
 	b_call sysctl net.smr.link_idle_timeout_ms="$(tscale 2000)" >/dev/null
@@ -457,7 +468,7 @@ b_conns_none() {
 
 case_stale_key() {
 	local i tag landed=0 refused=0 notes=() ok failed fa fb idle maps0 maps
-	local status
+	local status hold sk_ms
 	t_begin stale_key
 	if [ "$expect" = tcp ]; then
 		t_note "no RMB in mode tcp: no key to go stale"
@@ -466,8 +477,12 @@ case_stale_key() {
 	fi
 	# the link carries no connection between the two: it must not idle out
 	idle=$(sysctl -n net.smr.link_idle_timeout_ms)
-	sysctl -qw net.smr.link_idle_timeout_ms=600000
-	b_call sysctl net.smr.link_idle_timeout_ms=600000 >/dev/null
+	hold=$((idle > 600000 ? idle : 600000))
+	sysctl -qw net.smr.link_idle_timeout_ms="$hold"
+	b_call sysctl net.smr.link_idle_timeout_ms="$hold" >/dev/null
+	# the writer's time, within test_link_stale_write_ms's bound
+	sk_ms=$(tscale "$stale_key_ms")
+	((sk_ms <= 600000)) || sk_ms=600000
 	for ((i = 1; i <= stale_key_rounds; i++)); do
 		tag=sk.$i
 		links_reset
@@ -475,7 +490,7 @@ case_stale_key() {
 		serve "$tag.next" -p 6732 -n 1 -s 65536 -M any -T 120 || break
 		sk_ok0=$(sk_writes ok)
 		sk_failed0=$(sk_writes failed)
-		ck "$tag: A's test_link_stale_write_ms armed" "$(fault_on a test_link_stale_write_ms "$(tscale "$stale_key_ms")")" eq "$(tscale "$stale_key_ms")"
+		ck "$tag: A's test_link_stale_write_ms armed" "$(fault_on a test_link_stale_write_ms "$sk_ms")" eq "$sk_ms"
 		snap "$tag.pre"
 		client "$tag.first" -a "$peer" -p 6731 -n 1 -s 65536 -T 120
 		server_result "$tag.first" 60
@@ -521,7 +536,9 @@ case_stale_key() {
 		refused=$((refused + failed))
 		notes+=("$tag: $ok stale WRITEs landed, $failed refused, A's status $status, links_failed A +$fa B +$fb, B's mappings over the reuse +$((maps - maps0)); the next connection: mode $(ls_conn_field "$tag.next" mode) rc $(sed -n 's/^rc=//p' "$work/$tag.next.client")")
 	done
-	ck "A: test_link_stale_write_ms disarmed" "$(fault_on a test_link_stale_write_ms 0)" eq 0
+	# every arming was taken by its round's writer; none is left behind
+	ck "A: test_link_stale_write_ms left armed" "$(fault_on a test_link_stale_write_ms)" eq 0
+	fault_on a test_link_stale_write_ms 0 >/dev/null
 	sysctl -qw net.smr.link_idle_timeout_ms="$idle"
 	b_call sysctl net.smr.link_idle_timeout_ms="$idle" >/dev/null
 	after_round sk.after 6733 && notes+=("then a fresh link: $after_note")
