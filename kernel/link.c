@@ -1045,11 +1045,11 @@ MODULE_PARM_DESC(fault_link_qp_fatal_irq,
 		 "test only: write to fail an active link's QP and deliver its fatal QP event from hard interrupt context");
 
 /*
- * test_link_idle_rearm (write): every active link nobody uses has its
+ * test_link_idle_rearm (write 1): every active link nobody uses has its
  * expiry re-armed at the current link_idle_timeout_ms, as if its last user
- * had just left, so a suite that lowers the timeout to clear the links
- * need not wait out expiries armed under a longer one. Read: how many
- * links the last write re-armed.
+ * had just left (a shorter one pending is postponed), so a suite that
+ * lowers the timeout to clear the links need not wait out expiries armed
+ * under a longer one. Read: how many links the last write re-armed.
  */
 static unsigned int smr_link_test_idle_rearmed;
 
@@ -1059,6 +1059,8 @@ static int smr_link_test_idle_rearm_set(const char *val,
 	struct smr_link *link;
 	unsigned int n = 0;
 
+	if (!sysfs_streq(val, "1"))
+		return -EINVAL;
 	if (READ_ONCE(smr_link_test_exiting))
 		return -ENODEV;
 	spin_lock_bh(&smr_links_lock);
@@ -1255,14 +1257,21 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 	struct smr_link_test_stale *st = &smr_link_test_stale;
 	unsigned long flags;
 	unsigned int ms;
+	u8 *data;
 
 	/*
 	 * Only an active link can carry the WRITEs: an arming met on a link
-	 * going down is left for the next connection's.
+	 * going down is left for the next connection's (best effort: a link
+	 * that goes down after this look still uses it up, posting nothing).
 	 */
-	if (size < SMR_LINK_TEST_STALE_LEN || !link->ibdev ||
+	if (!READ_ONCE(smr_link_test_stale_ms) ||
+	    size < SMR_LINK_TEST_STALE_LEN || !link->ibdev ||
 	    !ib_uses_virt_dma(link->ibdev) ||
 	    smr_link_state(link) != SMR_LINK_ACTIVE)
+		return;
+	/* any context: before the lock, so a failure leaves the arming */
+	data = kzalloc(SMR_LINK_TEST_STALE_LEN, GFP_ATOMIC);
+	if (!data)
 		return;
 	spin_lock_irqsave(&smr_link_test_stale_lock, flags);
 	/* claimed first, so an arming is used up only by a writer it starts */
@@ -1271,20 +1280,18 @@ void smr_link_test_stale_key(struct smr_link *link, u32 rkey, u32 size)
 	ms = xchg(&smr_link_test_stale_ms, 0);
 	if (!ms)
 		goto out;
-	st->data = kzalloc(SMR_LINK_TEST_STALE_LEN, GFP_ATOMIC);
-	if (!st->data) {
-		pr_info("test stale writer: no memory\n");
-		goto out;
-	}
 	/* the caller's reference lasts the call; the writer keeps its own */
 	smr_link_hold(link);
 	st->link = link;
+	st->data = data;
+	data = NULL;
 	st->rkey = rkey;
 	st->stop = false;
 	st->until = jiffies + msecs_to_jiffies(ms);
 	queue_delayed_work(system_wq, &st->work, 0);
 out:
 	spin_unlock_irqrestore(&smr_link_test_stale_lock, flags);
+	kfree(data);
 }
 
 /* Module exit: no more injected events; the last one is done with. */
@@ -1300,8 +1307,9 @@ void smr_link_test_exit(void)
 }
 
 /*
- * Module exit, every link torn down: a stale writer's last WRITE was
- * flushed by then, and its work drops the link.
+ * Module exit, every link torn down and smr_link_wq destroyed (the last
+ * teardowns drained their QPs): a stale writer's last WRITE completed by
+ * then, and its work drops the link.
  */
 void smr_link_test_exit_links_gone(void)
 {

@@ -1108,8 +1108,9 @@ void smr_link_exit(void)
 	/* links that raced into the list behind the flush */
 	while (!list_empty_careful(&smr_links))
 		smr_link_devices_gone(NULL);
-	smr_link_test_exit_links_gone();
+	/* teardowns still running drain their QPs: the writer's last one too */
 	destroy_workqueue(smr_link_wq);
+	smr_link_test_exit_links_gone();
 	/* no handshake or listener is left to add or take one */
 	smr_link_grants_free();
 }

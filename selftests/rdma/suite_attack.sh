@@ -109,7 +109,10 @@ fault_param() {
 	local f=/sys/module/smr/parameters/$1
 	[[ $1 =~ ^(fault|test)_[a-z_]+$ ]] || { echo "bad name"; return; }
 	[ -e "$f" ] || { echo "missing $1 (not the test module?)"; return; }
-	[ -z "${2:-}" ] || echo "$2" >"$f"
+	if [ -n "${2:-}" ] && ! echo "$2" 2>/dev/null >"$f"; then
+		echo "writing $2 to $1 failed"
+		return
+	fi
 	cat "$f"
 }
 
@@ -255,7 +258,9 @@ links_idle_soon() {
 	[[ $r =~ ^[0-9]+$ ]] || t_fail "B's test_link_idle_rearm: $r"
 }
 
-# links_reset: no link between the two hosts (both idle out theirs).
+# links_reset: no link between the two hosts (both idle out theirs). The
+# re-arm arms every unused link, so this does not show that a link's last
+# user leaving arms its expiry: the rdma suite (links_idle_out) does.
 links_reset() {
 	local saved
 	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
