@@ -15,7 +15,7 @@ suite_tests=(
 	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways: every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
 	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while 200 established connections flood writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
-	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 20 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, long before the linger time, and B receives every byte"
+	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
@@ -329,6 +329,12 @@ case_waiters() {
 	t_end
 }
 
+# The linger time: a close that waits for it returns after it (smr_stress
+# counts it stuck); one that returns once its bytes and FIN are out takes as
+# long as B needs to drain, up to 15 s seen on 6.12 under TCG. How long the
+# closes took is a figure for the note, not a check: speed is make bench's.
+linger_s=60
+
 case_linger() {
 	local r sum bmax pid n=100 bytes=65536
 	t_begin linger
@@ -338,8 +344,8 @@ case_linger() {
 	rm -f "$work/linger.ready" "$work/linger.go"
 	# connected first: the handshakes are not what is slowed
 	(
-		timeout "$(tscale 150)" "${RDMA_STREAM%/*}/smr_stress" linger -a "$peer" -p 6136 \
-			-j "$n" -i 1 -s "$bytes" -L 20 -T 140 -R "$work/linger.ready" \
+		timeout "$(tscale 220)" "${RDMA_STREAM%/*}/smr_stress" linger -a "$peer" -p 6136 \
+			-j "$n" -i 1 -s "$bytes" -L "$linger_s" -T 210 -R "$work/linger.ready" \
 			-G "$work/linger.go" >"$work/linger.run" 2>&1
 		echo "rc=$?" >>"$work/linger.run"
 	) &
@@ -356,12 +362,12 @@ case_linger() {
 	r=$(b_call drain_result 6136 60)
 	t_diag "A: $sum; B: $r"
 	ck "linger: exit status" "$(sed -n 's/^rc=//p' "$work/linger.run")" eq 0
-	ck "closes that returned before the linger time" "$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$sum")" eq "$n"
+	ck "closes that returned before the linger time ($linger_s s)" "$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$sum")" eq "$n"
+	ck "closes that waited for the linger time" "$(sed -n 's/.* stuck=\([0-9]*\).*/\1/p' <<<"$sum")" eq 0
 	bmax=$(sed -n 's/.* max_close_ms=\([0-9]*\).*/\1/p' <<<"$sum")
-	ck "longest close() in ms (linger 20 s)" "$bmax" lt 15000
 	ck "bytes B read" "$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$r")" eq $((n * bytes))
 	ck "CDCs that waited for a slot or a credit (A)" "$(delta linger.pre linger.post a cdc_waits)" gt 0
-	t_note "B held busy 6 s: $n lingering closes (SO_LINGER 20 s) after 64 KiB each, the longest took ${bmax} ms; $(delta linger.pre linger.post a cdc_waits) CDCs waited for room on A; B read every byte"
+	t_note "B held busy 6 s: $n lingering closes (SO_LINGER $linger_s s) after 64 KiB each, the longest took ${bmax} ms; $(delta linger.pre linger.post a cdc_waits) CDCs waited for room on A; B read every byte"
 	t_end
 }
 
