@@ -459,11 +459,20 @@ static void smr_link_wc_error(struct smr_link *link, struct ib_wc *wc)
 	    READ_ONCE(link->state) == SMR_LINK_DEAD)
 		return;
 	/* counted once, by whoever takes the link down */
-	if (!smr_link_down(link))
-		return;
-	pr_info_ratelimited("link %u: work completion status %d (%s): link down\n",
-			    link->id, wc->status, ib_wc_status_msg(wc->status));
-	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	if (smr_link_down(link)) {
+		pr_info_ratelimited("link %u: work completion status %d (%s): link down\n",
+				    link->id, wc->status,
+				    ib_wc_status_msg(wc->status));
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
+	} else if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * The cause may complete after a flush another queue of the
+		 * QP gave first (one CQ serves both): say it too.
+		 */
+		pr_info_ratelimited("link %u: work completion status %d (%s) as the link went down\n",
+				    link->id, wc->status,
+				    ib_wc_status_msg(wc->status));
+	}
 }
 
 /* Unsignalled WRITEs and LOCAL_INVs complete only when they fail. */
@@ -561,7 +570,7 @@ static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
 	err = smr_link_return_credits_locked(link);
 	spin_unlock_bh(&link->lock);
 	if (err)
-		smr_link_down(link);
+		smr_link_fail(link, "credit message refused");
 }
 
 /*
@@ -657,7 +666,7 @@ static void smr_link_credits_in(struct smr_link *link, u16 credits)
 	err = smr_link_return_credits_locked(link);
 	spin_unlock_bh(&link->lock);
 	if (err)
-		smr_link_down(link);
+		smr_link_fail(link, "credit message refused");
 	smr_link_run_waiters(link);
 }
 
@@ -714,7 +723,7 @@ static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_unlock_bh(&link->lock);
 	if (err)
-		smr_link_down(link);
+		smr_link_fail(link, "receive or credit message refused");
 }
 
 struct smr_reg_ctx {
@@ -807,7 +816,7 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr,
 		if (err == -ENOTCONN || err == -ETIMEDOUT)
 			return err;
 		/* only a broken QP refuses a post (an error of the link's) */
-		smr_link_down(link);
+		smr_link_fail(link, "registration refused");
 		return -EIO;
 	}
 	/* completes, or is flushed when the link goes down */
@@ -910,7 +919,7 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 		list_add(&slot->node, &link->free_slots);
 		spin_unlock_bh(&link->lock);
 		smr_link_user_ops->put(user);	/* the caller holds another */
-		smr_link_down(link);
+		smr_link_fail(link, "send refused");
 		return -ENOTCONN;
 	}
 	link->peer_credits--;
@@ -1377,7 +1386,7 @@ static void smr_link_keepalive(struct work_struct *work)
 	if (stalled)
 		smr_link_fail(link, "peer acknowledges nothing");
 	else if (down)
-		smr_link_down(link);
+		smr_link_fail(link, "keepalive refused");
 	else if (alive)
 		queue_delayed_work(smr_link_wq, &link->keepalive_work,
 				   SMR_LINK_KEEPALIVE);

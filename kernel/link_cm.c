@@ -684,10 +684,8 @@ static void smr_link_connect_work(struct work_struct *work)
 		err = smr_link_connect(link, link->cm_id);
 	mutex_unlock(&link->setup_mutex);
 	rdma_unlock_handler(link->cm_id);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
+	if (err)
+		smr_link_fail(link, "connect after the grant failed");
 	smr_link_put(link);	/* the queued work's */
 }
 
@@ -711,9 +709,12 @@ static int smr_link_peer_param(struct smr_link *link,
 	return 0;
 }
 
-/* One rdma_cm event of a link's id. Caller holds @setup_mutex. */
+/*
+ * One rdma_cm event of a link's id. Caller holds @setup_mutex. An error
+ * fails the link; @why says why, for the kernel log.
+ */
 static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
-			     struct rdma_cm_event *ev)
+			     struct rdma_cm_event *ev, const char **why)
 {
 	int err = 0;
 
@@ -721,12 +722,14 @@ static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, SMR_CM_TIMEOUT_MS);
+		*why = "route resolution did not start";
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		/* connects once granted too (smr_link_granted()) */
 		link->route_resolved = true;
 		if (link->granted && !link->qp)
 			err = smr_link_connect(link, id);
+		*why = "connect did not start";
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (link->active_side) {
@@ -734,13 +737,18 @@ static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
 			if (!err)
 				smr_link_set_active(link);
 		}
+		*why = "peer's private data invalid";
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		err = -ENOTCONN;
+		*why = rdma_reject_msg(id, ev->status);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
 		err = -ENOTCONN;
+		*why = rdma_event_msg(ev->event);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -756,6 +764,7 @@ static int smr_link_cm_event(struct smr_link *link, struct rdma_cm_id *id,
 static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct smr_link *link = id->context;
+	const char *why = NULL;
 	int err;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -766,12 +775,10 @@ static int smr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	mutex_lock(&link->setup_mutex);
 	/* a link being torn down builds nothing more (see link.c) */
 	err = READ_ONCE(link->state) == SMR_LINK_DEAD ? 0 :
-	      smr_link_cm_event(link, id, ev);
+	      smr_link_cm_event(link, id, ev, &why);
 	mutex_unlock(&link->setup_mutex);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
+	if (err)
+		smr_link_fail(link, why);
 	return 0;	/* the teardown work destroys the id, never rdma_cm */
 }
 
@@ -871,10 +878,8 @@ static void smr_link_start_active(struct smr_link *link, int family)
 					(struct sockaddr *)&dst,
 					SMR_CM_TIMEOUT_MS);
 	mutex_unlock(&link->setup_mutex);
-	if (err) {
-		smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
-		smr_link_down(link);
-	}
+	if (err)
+		smr_link_fail(link, "address resolution did not start");
 }
 
 /*
