@@ -168,6 +168,15 @@ rdma_links_conns() {
 	awk 'NR > 1 && NF >= 7 && $3 == "active" { printf "%s%s", s, $7; s = " " }' "$1"
 }
 
+# rdma_kmsg [MARK]: this host's last 12 kernel lines from smr (link and
+# connection failures, with their reasons), after the line MARK if given.
+rdma_kmsg() {
+	dmesg | awk -v m="${1:-}" '
+		m != "" && index($0, m) { n = 0; next }
+		/ smr: / { l[++n] = substr($0, 1, 200) }
+		END { for (i = n > 12 ? n - 11 : 1; i <= n; i++) print l[i] }'
+}
+
 # rdma_conns_count: connections in this host's /proc/net/smr/conns.
 rdma_conns_count() {
 	awk 'NR > 1' "$RDMA_CONNS" 2>/dev/null | wc -l
@@ -338,6 +347,7 @@ t_failed=0
 t_nfail=0
 t_summary=
 t_start=0
+t_kmsg_pid=
 
 t_begin() {
 	t_id=$1
@@ -345,7 +355,10 @@ t_begin() {
 	t_nfail=0
 	t_summary=
 	t_start=$SECONDS
+	t_kmsg_pid=
 	: >"$out/diag-$t_id.txt"
+	# t_fail quotes this host's kernel lines from here on
+	echo "smr-test: case $t_id" >/dev/kmsg 2>/dev/null || true
 	log "test $t_id"
 }
 
@@ -362,6 +375,17 @@ t_fail() {
 		log "$t_id: FAIL: $*"
 	elif [ "$t_nfail" = 31 ]; then
 		t_diag "FAIL: (more failures not shown)"
+	fi
+	# why a link went down or a connection was cut is only in the kernel
+	# log (pr_info, below the console's level): the first failure quotes
+	# it, before the case's cleanup adds its own lines. B's are asked for
+	# in the background (B may be frozen or held busy), quoted by t_end.
+	if [ "$t_nfail" = 1 ]; then
+		t_diag "A's kernel, smr lines since the case began: $(rdma_kmsg "smr-test: case $t_id" | tr '\n' '|')"
+		timeout "$(tscale 60)" socat -t "$(tscale 50)" -T "$(tscale 50)" - \
+			"TCP:$SMR_PEER_ADDR:$bed_ctl_port,connect-timeout=$(tscale 10)" \
+			<<<kmsg >"$out/kmsg-b-$t_id.txt" 2>&1 &
+		t_kmsg_pid=$!
 	fi
 }
 
@@ -388,6 +412,19 @@ t_file_tail() {
 t_end() {
 	local v=ok
 	[ "$t_failed" = 0 ] || v=fail
+	if [ -n "$t_kmsg_pid" ]; then
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$t_kmsg_pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		if kill "$t_kmsg_pid" 2>/dev/null; then
+			t_diag "B's kernel, last smr lines: (no answer)"
+		else
+			t_diag "B's kernel, last smr lines: $(tr '\n' '|' <"$out/kmsg-b-$t_id.txt")"
+		fi
+		wait "$t_kmsg_pid" 2>/dev/null
+		t_kmsg_pid=
+	fi
 	[ "$t_nfail" -le 30 ] || t_note "$t_nfail failed checks"
 	echo "$t_id $v ${t_summary:-} ($((SECONDS - t_start)) s)" >>"$out/results"
 	log "test $t_id: $v"
@@ -640,6 +677,10 @@ b_kmemleak() {
 b_sysctl() {
 	local key=${1%%=*}
 	sysctl -qw "$1" && echo "$key = $(sysctl -n "$key")"
+}
+
+b_kmsg() {
+	rdma_kmsg
 }
 
 # sysrq_w: the blocked tasks to the console (diagnosing a stall).
