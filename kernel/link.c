@@ -54,9 +54,24 @@
  * made it (link_cm.c: grants, and the secret proven in the private data):
  * lookups return only such links (smr_link_trusted()).
  *
- * An active link with no user idles out after net.smr.link_idle_timeout_ms
- * (armed when it comes up unused and when its last user detaches), so
- * neither a peer nor a vanished connection can leave one for ever.
+ * Idle: an active link with no user idles out after
+ * net.smr.link_idle_timeout_ms (armed when it comes up unused and when its
+ * last user detaches), so neither a peer nor a vanished connection can
+ * leave one for ever; but only when both ends agree. The peer attaches a
+ * new connection before its PROPOSAL, we only when that arrives: an end
+ * that let the link go alone would take down a connection the peer is
+ * setting up on it. So the idle end asks (an IDLE link message); the peer
+ * says yes only if it has no user either, and from then on attaches none
+ * (@idle_agreed); on that yes the asker takes the link down. While its
+ * question is open (@idle_asked) an end attaches only connections the
+ * peer's PROPOSAL names (the peer then has a user and says no), its own
+ * new ones take another link. No answer in SMR_LINK_IDLE_ANSWER_TIMEOUT
+ * fails the link; an asker that does not take it down that long after a
+ * yes finds it gone anyway; a peer that keeps saying no while no
+ * connection of its reaches this end does not keep it longer than such a
+ * connection's setup could take (smr_link_kept_for_nothing_locked()).
+ * A peer whose private data lacks SMR_CM_F_IDLE_ASK (an older module) is
+ * never asked: each end lets the link go alone, as before.
  *
  * Memory registrations sleep: for send queue room on @reg_wait (woken
  * whenever a signalled WR gives room back, and when the link goes down),
@@ -337,19 +352,36 @@ void smr_link_fail(struct smr_link *link, const char *why)
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_FAILED);
 }
 
+static int smr_link_post_idle_msg_locked(struct smr_link *link, u8 type);
+static int smr_link_send_idle_answer_locked(struct smr_link *link);
+
+/*
+ * The idle work runs after @delay (the link's idle expiry, or an idle
+ * question's deadline). A queued idle work holds a reference, taken before
+ * it can run; if one was pending already it has its own (ours is not the
+ * last: the list holds one). Caller holds link->lock.
+ */
+static void smr_link_idle_in_locked(struct smr_link *link,
+				    unsigned long delay)
+{
+	lockdep_assert_held(&link->lock);
+	kref_get(&link->ref);
+	if (mod_delayed_work(smr_link_wq, &link->idle_work, delay))
+		kref_put(&link->ref, smr_link_release);
+}
+
 /*
  * An active link nobody uses goes after net.smr.link_idle_timeout_ms
- * unless a user attaches meanwhile. A queued idle work holds a reference,
- * taken before it can run; if one was pending already it has its own (ours
- * is not the last: the list holds one). Caller holds link->lock.
+ * unless a user attaches meanwhile; not while an idle question is open:
+ * its deadline is queued then, and the answer decides.
  */
 static void smr_link_arm_idle_locked(struct smr_link *link)
 {
 	lockdep_assert_held(&link->lock);
-	kref_get(&link->ref);
-	if (mod_delayed_work(smr_link_wq, &link->idle_work,
-			     msecs_to_jiffies(READ_ONCE(smr_link_idle_ms))))
-		kref_put(&link->ref, smr_link_release);
+	if (link->idle_asked || link->idle_agreed)
+		return;
+	smr_link_idle_in_locked(link,
+				msecs_to_jiffies(READ_ONCE(smr_link_idle_ms)));
 }
 
 /* The QP may carry CDCs now. Caller holds @setup_mutex. */
@@ -357,12 +389,26 @@ void smr_link_set_active(struct smr_link *link)
 {
 	struct smr_link_user *user;
 	bool up = false;
+	int refused = 0;
 
 	lockdep_assert_held(&link->setup_mutex);
 	spin_lock_bh(&link->lock);
 	if (link->state == SMR_LINK_CONNECTING) {
 		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
 		up = true;
+		/* before any post: the keepalive measures progress from it */
+		WRITE_ONCE(link->send_progress, jiffies);
+		/*
+		 * The peer, up first, asked already: the answer goes now,
+		 * and a yes's deadline runs from here.
+		 */
+		refused = smr_link_send_idle_answer_locked(link);
+		if (link->idle_agreed) {
+			link->idle_deadline = jiffies +
+					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+			smr_link_idle_in_locked(link,
+						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+		}
 		/* users waiting for the setup go on */
 		list_for_each_entry(user, &link->users, node)
 			smr_link_user_ops->up(user);
@@ -376,25 +422,76 @@ void smr_link_set_active(struct smr_link *link)
 			smr_link_arm_idle_locked(link);
 	}
 	spin_unlock_bh(&link->lock);
+	if (refused)
+		smr_link_fail(link, "idle answer refused");
 	if (!up)
 		return;		/* went down meanwhile: the teardown has it */
-	WRITE_ONCE(link->send_progress, jiffies);
 	/* it guarded the setup until now (smr_link_get()) */
 	mod_delayed_work(smr_link_wq, &link->keepalive_work,
 			 SMR_LINK_KEEPALIVE);
 	smr_stat_inc(&init_net, SMR_STAT_LINKS_CREATED);
 }
 
+/*
+ * The link had no user for link_idle_timeout_ms: ask the peer whether it
+ * may go. Or the deadline of an open question: no answer came (the link
+ * fails), or the asker we said yes to never took it down (it goes).
+ */
 static void smr_link_idle(struct work_struct *work)
 {
 	struct smr_link *link = container_of(to_delayed_work(work),
 					     struct smr_link, idle_work);
-	bool idle;
+	const char *why = NULL;
+	bool down = false;
+	int err;
 
 	spin_lock_bh(&link->lock);
-	idle = !link->nusers && link->state == SMR_LINK_ACTIVE;
+	if (link->state != SMR_LINK_ACTIVE) {
+		/* going down already, or set_active() arms it */
+	} else if ((link->idle_asked || link->idle_agreed) &&
+		   time_before(jiffies, link->idle_deadline)) {
+		/* a run that began before the question: wait for its deadline */
+		smr_link_idle_in_locked(link, link->idle_deadline - jiffies);
+	} else if (link->idle_agreed) {
+		down = true;
+	} else if (link->idle_asked) {
+		why = "peer did not answer whether the idle link may go";
+	} else if (link->nusers) {
+		/* a user came since: its detach arms this again */
+	} else if (!link->peer_idle_ask) {
+		down = true;	/* a peer that never asks: alone, as it does */
+	} else {
+		err = smr_link_post_idle_msg_locked(link, SMR_LMSG_IDLE);
+		if (!err) {
+			link->idle_ask_waiting = false;
+			WRITE_ONCE(link->idle_asked, true);
+			link->idle_deadline = jiffies +
+					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+			smr_link_idle_in_locked(link,
+						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+		} else if (err != -EAGAIN) {
+			why = "idle request refused";
+		} else if (!link->idle_ask_waiting) {
+			/* no credit or room yet: soon again */
+			link->idle_ask_waiting = true;
+			link->idle_ask_wait_since = jiffies;
+			smr_link_idle_in_locked(link, HZ);
+		} else if (time_after(jiffies, link->idle_ask_wait_since +
+				      SMR_LINK_IDLE_ANSWER_TIMEOUT)) {
+			/*
+			 * Unused, we send nothing that needs credits: a peer
+			 * that returns none keeps us from asking, and would
+			 * keep the link for ever
+			 */
+			why = "no credit to ask whether the idle link may go";
+		} else {
+			smr_link_idle_in_locked(link, HZ);
+		}
+	}
 	spin_unlock_bh(&link->lock);
-	if (idle)
+	if (why)
+		smr_link_fail(link, why);
+	else if (down)
 		smr_link_down(link);
 	smr_link_put(link);	/* the queued work's reference */
 }
@@ -404,16 +501,23 @@ static void smr_link_idle(struct work_struct *work)
  * -ENOLINK if the link is DEAD already: its teardown may have passed its
  * detach loop and freed the pool, so nobody would ever tell @user. DEAD is
  * set under @lock before the teardown's loop takes it, so a user attached
- * here is always seen by that loop.
+ * here is always seen by that loop. -EAGAIN if the link is about to idle
+ * out ("Idle" above): we agreed to the peer's asking, or asked ourselves
+ * and @user is not one the peer's PROPOSAL named (@peer_named).
  */
-int smr_link_attach(struct smr_link *link, struct smr_link_user *user)
+int smr_link_attach(struct smr_link *link, struct smr_link_user *user,
+		    bool peer_named)
 {
 	int err = 0;
 
 	spin_lock_bh(&link->lock);
 	if (link->state == SMR_LINK_DEAD) {
 		err = -ENOLINK;
+	} else if (link->idle_agreed || (link->idle_asked && !peer_named)) {
+		err = -EAGAIN;
 	} else {
+		link->idle_kept = false;
+		link->idle_ask_waiting = false;
 		list_add_tail(&user->node, &link->users);
 		link->nusers++;
 	}
@@ -507,36 +611,33 @@ static bool smr_link_cdc_room_locked(struct smr_link *link,
 }
 
 /*
- * Give owed credits back in a link message once enough gathered and no CDC
- * took them along; it may use the last credit (CDCs never do), and one is
- * in flight at a time. Caller holds link->lock.
+ * Post the link message @type from @buf (@dma), completing on @cqe, with
+ * the credits owed. The caller checked room and credit. Caller holds
+ * link->lock.
  */
-static int smr_link_return_credits_locked(struct smr_link *link)
+static int smr_link_post_lmsg_locked(struct smr_link *link, u8 type,
+				     u8 *buf, u64 dma, struct ib_cqe *cqe)
 {
-	int err;
-	struct smr_lmsg msg = { .type = SMR_LMSG_CREDITS };
+	struct smr_lmsg msg = { .type = type };
 	struct ib_sge sge = {
-		.addr	= link->credit_dma,
+		.addr	= dma,
 		.length	= SMR_LMSG_LEN,
 		.lkey	= link->pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
-		.wr_cqe		= &link->credit_cqe,
+		.wr_cqe		= cqe,
 		.sg_list	= &sge,
 		.num_sge	= 1,
 		.opcode		= IB_WR_SEND,
 		.send_flags	= IB_SEND_SIGNALED,
 	};
+	int err;
 
 	lockdep_assert_held(&link->lock);
-	if (link->state != SMR_LINK_ACTIVE || link->credit_msg_posted ||
-	    link->credits_owed < SMR_LINK_CREDIT_BATCH ||
-	    !link->peer_credits || !link->sq_free)
-		return 0;
 	msg.credits = min_t(u32, link->credits_owed, U16_MAX);
-	smr_lmsg_build(&msg, link->credit_msg);
-	ib_dma_sync_single_for_device(link->ibdev, link->credit_dma,
-				      SMR_LMSG_LEN, DMA_TO_DEVICE);
+	smr_lmsg_build(&msg, buf);
+	ib_dma_sync_single_for_device(link->ibdev, dma, SMR_LMSG_LEN,
+				      DMA_TO_DEVICE);
 	/* only a broken QP refuses a post: the caller takes the link down */
 	err = ib_post_send(link->qp, &wr, NULL);
 	if (err)
@@ -544,6 +645,28 @@ static int smr_link_return_credits_locked(struct smr_link *link)
 	link->credits_owed -= msg.credits;
 	link->peer_credits--;
 	link->sq_free--;
+	return 0;
+}
+
+/*
+ * Give owed credits back in a link message once enough gathered and no CDC
+ * took them along; it may use the last credit (CDCs never do), and one is
+ * in flight at a time. Caller holds link->lock.
+ */
+static int smr_link_return_credits_locked(struct smr_link *link)
+{
+	int err;
+
+	lockdep_assert_held(&link->lock);
+	if (link->state != SMR_LINK_ACTIVE || link->credit_msg_posted ||
+	    link->credits_owed < SMR_LINK_CREDIT_BATCH ||
+	    !link->peer_credits || !link->sq_free)
+		return 0;
+	err = smr_link_post_lmsg_locked(link, SMR_LMSG_CREDITS,
+					link->credit_msg, link->credit_dma,
+					&link->credit_cqe);
+	if (err)
+		return err;
 	link->credit_msg_posted = true;
 	smr_stat_inc(&init_net, SMR_STAT_CREDIT_MSGS_SENT);
 	return 0;
@@ -558,19 +681,182 @@ static void smr_link_send_progress(struct smr_link *link, struct ib_wc *wc)
 		smr_link_wc_error(link, wc);
 }
 
-static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
+/*
+ * Post the idle message @type with the credits owed. Like a CDC it leaves
+ * the peer's last credit to a credit message (taking it could leave both
+ * ends owing each other credits with none to send them). -EAGAIN if it
+ * cannot go yet: the last one still in flight, no credit or no room, or
+ * the link is not active. Caller holds link->lock.
+ */
+static int smr_link_post_idle_msg_locked(struct smr_link *link, u8 type)
 {
-	struct smr_link *link = cq->cq_context;
+	int err;
+
+	lockdep_assert_held(&link->lock);
+	if (link->state != SMR_LINK_ACTIVE || link->idle_msg_posted ||
+	    !link->sq_free || link->peer_credits <= SMR_LINK_CREDITS_RESERVED)
+		return -EAGAIN;
+	err = smr_link_post_lmsg_locked(link, type, link->idle_msg,
+					link->idle_dma, &link->idle_cqe);
+	if (!err)
+		link->idle_msg_posted = true;
+	return err;
+}
+
+/*
+ * The answer we owe the peer's idle question goes, if it can now; else
+ * it waits for the next link message completion, credits or keepalive.
+ * Caller holds link->lock.
+ */
+static int smr_link_send_idle_answer_locked(struct smr_link *link)
+{
+	int err;
+
+	lockdep_assert_held(&link->lock);
+	if (!link->idle_answer_owed)
+		return 0;
+	err = smr_link_post_idle_msg_locked(link, link->idle_answer_owed);
+	if (err == -EAGAIN)
+		return 0;
+	if (!err)
+		link->idle_answer_owed = 0;
+	return err;
+}
+
+/*
+ * A link message's send completed (@posted: its buffer's flag): the
+ * buffer is free again, and owed credits or an owed idle answer that
+ * waited for room go.
+ */
+static void smr_link_lmsg_done(struct smr_link *link, struct ib_wc *wc,
+			       bool *posted)
+{
 	int err;
 
 	smr_link_send_progress(link, wc);
 	spin_lock_bh(&link->lock);
 	smr_link_sq_release_locked(link, 1);
-	link->credit_msg_posted = false;
+	*posted = false;
 	err = smr_link_return_credits_locked(link);
+	if (!err)
+		err = smr_link_send_idle_answer_locked(link);
 	spin_unlock_bh(&link->lock);
 	if (err)
-		smr_link_fail(link, "credit message refused");
+		smr_link_fail(link, "credit or idle message refused");
+}
+
+static void smr_link_credit_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+
+	smr_link_lmsg_done(link, wc, &link->credit_msg_posted);
+}
+
+static void smr_link_idle_msg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct smr_link *link = cq->cq_context;
+
+	smr_link_lmsg_done(link, wc, &link->idle_msg_posted);
+}
+
+/*
+ * The peer said no to our idle question while we have no user: true if it
+ * has kept the link so, with no user of ours since, longer than any
+ * connection of the peer's takes to reach us (a client resets after four
+ * handshake timeouts; this host's stands for the peer's): then it is
+ * keeping it for nothing (or for a socket whose end here is gone) and the
+ * link goes alone. Caller holds link->lock.
+ */
+static bool smr_link_kept_for_nothing_locked(struct smr_link *link)
+{
+	unsigned long limit;
+
+	limit = 4 * msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)) +
+		SMR_LINK_IDLE_ANSWER_TIMEOUT;
+
+	lockdep_assert_held(&link->lock);
+	if (!link->idle_kept) {
+		link->idle_kept = true;
+		link->idle_kept_since = jiffies;
+		return false;
+	}
+	return time_after(jiffies, link->idle_kept_since + limit);
+}
+
+/*
+ * The peer's link message of @type, its credits taken already: an idle
+ * question or the answer to ours ("Idle" above). A peer that answers what
+ * nobody asked, or asks again before it has our answer, breaks the
+ * protocol: the link fails. Asking costs it one of its credits each time,
+ * so it cannot make us queue answers without bound.
+ */
+static void smr_link_idle_msg_in(struct smr_link *link, u8 type)
+{
+	bool expired = false, kept_idle = false;
+	const char *why = NULL;
+	int err = 0;
+
+	if (type == SMR_LMSG_CREDITS)
+		return;
+	spin_lock_bh(&link->lock);
+	/*
+	 * Still CONNECTING is fine: the passive end is up as soon as it
+	 * accepted and may ask before our ESTABLISHED came; the answer
+	 * waits for smr_link_set_active().
+	 */
+	if (link->state == SMR_LINK_DEAD)
+		goto unlock;	/* going down anyway */
+	switch (type) {
+	case SMR_LMSG_IDLE:
+		/* after our yes it takes the link down: it never asks again */
+		if (link->idle_answer_owed || link->idle_agreed) {
+			why = "peer asked whether the idle link may go twice";
+			break;
+		}
+		if (link->nusers) {
+			link->idle_answer_owed = SMR_LMSG_IDLE_NO;
+			smr_stat_inc(&init_net, SMR_STAT_LINKS_IDLE_KEPT);
+		} else {
+			link->idle_answer_owed = SMR_LMSG_IDLE_YES;
+			WRITE_ONCE(link->idle_agreed, true);
+			link->idle_deadline = jiffies +
+					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+			smr_link_idle_in_locked(link,
+						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+		}
+		err = smr_link_send_idle_answer_locked(link);
+		break;
+	case SMR_LMSG_IDLE_YES:
+	case SMR_LMSG_IDLE_NO:
+		if (!link->idle_asked) {
+			why = "peer answered an idle question nobody asked";
+			break;
+		}
+		WRITE_ONCE(link->idle_asked, false);
+		if (type == SMR_LMSG_IDLE_YES)
+			expired = true;
+		else if (link->nusers)
+			break;	/* its detach asks again */
+		else if (smr_link_kept_for_nothing_locked(link))
+			kept_idle = true;
+		else
+			smr_link_arm_idle_locked(link);	/* asks again later */
+		break;
+	}
+unlock:
+	spin_unlock_bh(&link->lock);
+	if (err)
+		why = "idle answer refused";
+	if (why) {
+		smr_link_fail(link, why);
+	} else if (expired && smr_link_down(link)) {
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_IDLE_EXPIRED);
+	} else if (kept_idle && smr_link_down(link)) {
+		/* not a failure: a peer socket left open keeps it so too */
+		pr_info_ratelimited("link %u: the peer kept it idle, no connection of its came here: link down\n",
+				    link->id);
+		smr_stat_inc(&init_net, SMR_STAT_LINKS_IDLE_EXPIRED);
+	}
 }
 
 /*
@@ -664,9 +950,11 @@ static void smr_link_credits_in(struct smr_link *link, u16 credits)
 	link->peer_credits = min_t(u32, link->peer_credits + credits,
 				   SMR_CM_CREDITS_MAX);
 	err = smr_link_return_credits_locked(link);
+	if (!err)
+		err = smr_link_send_idle_answer_locked(link);
 	spin_unlock_bh(&link->lock);
 	if (err)
-		smr_link_fail(link, "credit message refused");
+		smr_link_fail(link, "credit or idle message refused");
 	smr_link_run_waiters(link);
 }
 
@@ -703,6 +991,7 @@ static void smr_link_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			break;
 		}
 		smr_link_credits_in(link, lmsg.credits);
+		smr_link_idle_msg_in(link, lmsg.type);
 		break;
 	default:
 		smr_stat_inc(&init_net, SMR_STAT_CDC_BAD);
@@ -1075,7 +1364,8 @@ static int smr_link_test_idle_rearm_set(const char *val,
 	spin_lock_bh(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
 		spin_lock(&link->lock);
-		if (!link->nusers && link->state == SMR_LINK_ACTIVE) {
+		if (!link->nusers && link->state == SMR_LINK_ACTIVE &&
+		    !link->idle_asked && !link->idle_agreed) {
 			smr_link_arm_idle_locked(link);
 			n++;
 		}
@@ -1351,9 +1641,9 @@ static void smr_link_keepalive(struct work_struct *work)
 {
 	struct smr_link *link = container_of(to_delayed_work(work),
 					     struct smr_link, keepalive_work);
-	unsigned long progress = READ_ONCE(link->send_progress);
+	bool alive, stalled = false, down = false, answer_refused = false;
 	struct ib_rdma_wr wr = {};
-	bool alive, stalled = false, down = false;
+	unsigned long progress;
 
 	wr.wr.wr_cqe = &link->keepalive_cqe;
 	wr.wr.opcode = IB_WR_RDMA_WRITE;
@@ -1366,12 +1656,18 @@ static void smr_link_keepalive(struct work_struct *work)
 		smr_link_fail(link, "not up in time");
 		return;
 	}
+	/* under the lock: smr_link_set_active() sets it before its posts */
+	progress = READ_ONCE(link->send_progress);
 	if (link->sq_free == SMR_LINK_SQ_DEPTH)
 		/* nothing outstanding: nothing to wait for */
 		WRITE_ONCE(link->send_progress, jiffies);
 	else if (time_after(jiffies, progress + SMR_LINK_STALL_TIMEOUT))
 		stalled = link->state == SMR_LINK_ACTIVE;
-	if (link->state == SMR_LINK_ACTIVE && !stalled &&
+	/* owed credits or an idle answer that found no room go first */
+	if (!stalled && (smr_link_return_credits_locked(link) ||
+			 smr_link_send_idle_answer_locked(link)))
+		answer_refused = true;
+	if (link->state == SMR_LINK_ACTIVE && !stalled && !answer_refused &&
 	    !link->keepalive_posted && link->sq_free) {
 		link->sq_free--;
 		link->keepalive_posted = true;
@@ -1387,6 +1683,8 @@ static void smr_link_keepalive(struct work_struct *work)
 		smr_link_fail(link, "peer acknowledges nothing");
 	else if (down)
 		smr_link_fail(link, "keepalive refused");
+	else if (answer_refused)
+		smr_link_fail(link, "credit or idle message refused");
 	else if (alive)
 		queue_delayed_work(smr_link_wq, &link->keepalive_work,
 				   SMR_LINK_KEEPALIVE);
@@ -1417,6 +1715,7 @@ struct smr_link *smr_link_alloc(bool active_side, work_func_t connect)
 	mutex_init(&link->setup_mutex);
 	link->unsignalled_cqe.done = smr_link_unsignalled_done;
 	link->credit_cqe.done = smr_link_credit_done;
+	link->idle_cqe.done = smr_link_idle_msg_done;
 	INIT_DELAYED_WORK(&link->idle_work, smr_link_idle);
 	INIT_DELAYED_WORK(&link->keepalive_work, smr_link_keepalive);
 	link->keepalive_cqe.done = smr_link_keepalive_done;
@@ -1569,6 +1868,9 @@ int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id)
 		slot->dma = link->msgs_dma + i * SMR_LINK_MSG_SIZE;
 		list_add_tail(&slot->node, &link->free_slots);
 	}
+	link->idle_msg = link->msgs + (SMR_LINK_MSGS - 2) * SMR_LINK_MSG_SIZE;
+	link->idle_dma = link->msgs_dma +
+			 (SMR_LINK_MSGS - 2) * SMR_LINK_MSG_SIZE;
 	link->credit_msg = link->msgs + (SMR_LINK_MSGS - 1) * SMR_LINK_MSG_SIZE;
 	link->credit_dma = link->msgs_dma +
 			   (SMR_LINK_MSGS - 1) * SMR_LINK_MSG_SIZE;
@@ -1731,7 +2033,10 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 
 	lockdep_assert_held(&smr_links_lock);
 	list_for_each_entry(link, &smr_links, node) {
+		/* one about to idle out: a new one (attach re-checks) */
 		if (READ_ONCE(link->state) != SMR_LINK_DEAD &&
+		    !READ_ONCE(link->idle_asked) &&
+		    !READ_ONCE(link->idle_agreed) &&
 		    smr_link_trusted(link) &&
 		    ipv6_addr_equal(&link->raddr, raddr) &&
 		    ipv6_addr_equal(&link->laddr, laddr)) {
@@ -1744,7 +2049,8 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 
 /*
  * The listed, active, authenticated link with id @id, with a reference;
- * or NULL.
+ * or NULL. Not one we agreed to let idle out: the peer asked while it had
+ * no user, so a PROPOSAL naming it is older than its question.
  */
 struct smr_link *smr_link_lookup_id(u32 id)
 {
@@ -1753,6 +2059,7 @@ struct smr_link *smr_link_lookup_id(u32 id)
 	spin_lock_bh(&smr_links_lock);
 	link = xa_load(&smr_link_ids, id);
 	if (link && (READ_ONCE(link->state) != SMR_LINK_ACTIVE ||
+		     READ_ONCE(link->idle_agreed) ||
 		     !READ_ONCE(link->authenticated) ||
 		     list_empty(&link->node)))
 		link = NULL;

@@ -356,6 +356,7 @@ static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 	struct smr_cm_priv p = {
 		.link_id	= link->id,
 		.credits	= SMR_LINK_RQ_DEPTH,
+		.flags		= SMR_CM_F_IDLE_ASK,
 	};
 
 	memcpy(p.secret, link->secret, sizeof(p.secret));
@@ -428,6 +429,7 @@ static void smr_link_from_request(struct smr_link *link,
 	spin_unlock_bh(&link->lock);
 	link->peer_id = p->link_id;
 	link->peer_credits = p->credits;
+	link->peer_idle_ask = p->flags & SMR_CM_F_IDLE_ASK;
 	memcpy(link->secret, p->secret, sizeof(link->secret));
 	link->authenticated = true;
 	link->cm_id = id;
@@ -705,6 +707,7 @@ static int smr_link_peer_param(struct smr_link *link,
 		return -EPROTO;
 	link->peer_id = p.link_id;
 	link->peer_credits = p.credits;
+	link->peer_idle_ask = p.flags & SMR_CM_F_IDLE_ASK;
 	WRITE_ONCE(link->authenticated, true);
 	return 0;
 }
@@ -811,18 +814,21 @@ static void smr_link_sockaddrs(int family, const struct in6_addr *laddr,
 
 /*
  * Attach @user to @link, whose reference (a lookup's) becomes the user's:
- * 0, or -ENOLINK if the link went down since it was looked up (reference
- * dropped; counted in links_attach_dead, and the caller's connection
- * falls back with link_failure).
+ * 0, or -ENOLINK if the link went down since it was looked up (counted in
+ * links_attach_dead, and the caller's connection falls back with
+ * link_failure), or -EAGAIN if it is about to idle out (@peer_named: the
+ * peer's PROPOSAL named it; see smr_link_attach()). The reference is
+ * dropped on error.
  */
-static int smr_link_use(struct smr_link *link, struct smr_link_user *user)
+static int smr_link_use(struct smr_link *link, struct smr_link_user *user,
+			bool peer_named)
 {
-	int err = smr_link_attach(link, user);
+	int err = smr_link_attach(link, user, peer_named);
 
-	if (err) {
+	if (err == -ENOLINK)
 		smr_stat_inc(&init_net, SMR_STAT_LINKS_ATTACH_DEAD);
+	if (err)
 		smr_link_put(link);
-	}
 	return err;
 }
 
@@ -920,9 +926,9 @@ again:
 		return NULL;
 	}
 	if (found) {
-		if (!smr_link_use(found, user))
+		if (!smr_link_use(found, user, false))
 			return found;
-		/* it went down since: the lookup skips it now, once more */
+		/* it went down, or idles out: the lookup skips it now */
 		if (!retried) {
 			retried = true;
 			goto again;
@@ -951,12 +957,12 @@ again:
 		smr_link_discard(link);
 		if (!found && room == SMR_LINK_ROOM_USER)
 			smr_stat_inc(&init_net, SMR_STAT_LINKS_USER_LIMIT);
-		if (found && smr_link_use(found, user))
+		if (found && smr_link_use(found, user, false))
 			found = NULL;
 		return found;
 	}
 	kref_get(&link->ref);		/* the user's */
-	if (smr_link_use(link, user))
+	if (smr_link_use(link, user, false))
 		return NULL;	/* down already (its device went) */
 	smr_link_start_active(link, family);
 	return link;
@@ -1056,7 +1062,7 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 		flush_work(&link->teardown_work);
 	}
 	/* it may have gone down since the lookup, its teardown done */
-	if (link && smr_link_use(link, user))
+	if (link && smr_link_use(link, user, true))
 		link = NULL;
 	return link;
 }

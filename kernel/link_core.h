@@ -37,8 +37,8 @@
 #define SMR_LINK_SLOTS		((SMR_LINK_SQ_DEPTH - SMR_LINK_SQ_RESERVED) / \
 				 SMR_LINK_WR_PER_CDC)
 #define SMR_LINK_MSG_SIZE	192	/* per slot: a CDC and its inline data */
-/* message slots: CDC sends, receives, one credit message */
-#define SMR_LINK_MSGS		(SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH + 1)
+/* message slots: CDC sends, receives, one idle and one credit message */
+#define SMR_LINK_MSGS		(SMR_LINK_SLOTS + SMR_LINK_RQ_DEPTH + 2)
 /* an idle peer is probed this often: a dead one fails the probe */
 #define SMR_LINK_KEEPALIVE	(5 * HZ)
 /*
@@ -46,6 +46,13 @@
  * than the QP's own retries (7 x 1.07 s), which normally fail it first.
  */
 #define SMR_LINK_STALL_TIMEOUT	(10 * HZ)
+/*
+ * An end that asked whether an idle link may go waits this long for the
+ * answer (a live peer answers from its CQ handler), and one that said yes
+ * this long for the asker to take the link down; then it goes anyway.
+ */
+#define SMR_LINK_IDLE_ANSWER_TIMEOUT	(10 * HZ)
+
 /*
  * A link we connect that is not up this long fails, so that the next
  * connection tries a new one: rdma_cm retries a lost request for minutes.
@@ -110,11 +117,13 @@ struct smr_rx_slot {
  * One RC queue pair to a peer; see link.c's "Locking and lifetimes" for
  * what each lock covers. @lock: @state, @down, @users, @nusers,
  * @free_slots, @sq_free, @tx_wait, @ntx_wait, @peer_credits,
- * @credits_owed, @credit_msg_posted, @keepalive_posted and every user's
- * smr_link_user fields. smr_links_lock: @node. @setup_mutex: the QP's
+ * @credits_owed, @credit_msg_posted, @keepalive_posted, the idle
+ * agreement's fields (@idle_asked, @idle_agreed: written under it with
+ * WRITE_ONCE, lookups read them as a hint) and every user's smr_link_user
+ * fields. smr_links_lock: @node. @setup_mutex: the QP's
  * creation, @granted, @route_resolved, @test_grant_late, @authenticated
  * (written; read locklessly once the link is ACTIVE) and @peer_id,
- * @peer_credits before the link is ACTIVE. The rest is set once during
+ * @peer_credits, @peer_idle_ask before the link is ACTIVE. The rest is set once during
  * setup and read-only afterwards (@secret, @uid: before the link is
  * listed).
  */
@@ -171,6 +180,29 @@ struct smr_link {
 	struct ib_cqe		credit_cqe;
 	u8			*credit_msg;
 	u64			credit_dma;
+	/*
+	 * Idle agreement (link.c, "Idle"): we asked the peer whether the
+	 * link may go; we said yes to its asking (it takes the link down);
+	 * the answer we owe it (enum smr_lmsg_type, 0: none), sent once a
+	 * credit allows; one idle message in flight at a time.
+	 */
+	bool			idle_asked;
+	bool			idle_agreed;
+	u8			idle_answer_owed;
+	/* jiffies: an idle question's deadline (asked or agreed) */
+	unsigned long		idle_deadline;
+	/* the peer said no, and no user came since: from when (jiffies) */
+	bool			idle_kept;
+	unsigned long		idle_kept_since;
+	/* unused, but no credit or room to ask: since when (jiffies) */
+	bool			idle_ask_waiting;
+	unsigned long		idle_ask_wait_since;
+	/* the peer's private data had SMR_CM_F_IDLE_ASK: it takes part */
+	bool			peer_idle_ask;
+	bool			idle_msg_posted;
+	struct ib_cqe		idle_cqe;
+	u8			*idle_msg;
+	u64			idle_dma;
 	/* unsignalled WRITEs and invalidations: only their errors complete */
 	struct ib_cqe		unsignalled_cqe;
 	u8			*msgs;
@@ -279,7 +311,8 @@ void smr_link_list_add_locked(struct smr_link *link);
 enum smr_link_room smr_link_reserve(const struct in6_addr *raddr);
 void smr_link_unreserve(void);
 void smr_link_list_reserved(struct smr_link *link);
-int smr_link_attach(struct smr_link *link, struct smr_link_user *user);
+int smr_link_attach(struct smr_link *link, struct smr_link_user *user,
+		    bool peer_named);
 int smr_link_create_qp(struct smr_link *link, struct rdma_cm_id *id);
 void smr_link_free_resources(struct smr_link *link);
 void smr_link_set_active(struct smr_link *link);

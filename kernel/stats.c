@@ -83,6 +83,8 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_LINKS_USER_LIMIT]	= "links_user_limit",
 	[SMR_STAT_LINKS_GRANTS_EVICTED]	= "links_grants_evicted",
 	[SMR_STAT_LINKS_GRANTS_FULL]	= "links_grants_full",
+	[SMR_STAT_LINKS_IDLE_EXPIRED]	= "links_idle_expired",
+	[SMR_STAT_LINKS_IDLE_KEPT]	= "links_idle_kept",
 };
 
 void smr_stat_add(const struct net *net, enum smr_stat stat, s64 delta)

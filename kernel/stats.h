@@ -67,6 +67,8 @@ enum smr_stat {
 	SMR_STAT_LINKS_USER_LIMIT,	/* ours: a user's quarter of links_max */
 	SMR_STAT_LINKS_GRANTS_EVICTED,	/* a full grant table's oldest, dropped */
 	SMR_STAT_LINKS_GRANTS_FULL,	/* refused: every grant too young to go */
+	SMR_STAT_LINKS_IDLE_EXPIRED,	/* idle links ended, the peer agreeing */
+	SMR_STAT_LINKS_IDLE_KEPT,	/* idle requests we said no to: in use */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
 	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
 };

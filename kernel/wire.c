@@ -752,7 +752,8 @@ int smr_lmsg_parse(const u8 *buf, size_t len, struct smr_lmsg *out)
 			     SMR_LMSG_VERSION);
 	if (err)
 		return err;
-	if (buf[SMR_LMSG_OFF_TYPE] != SMR_LMSG_CREDITS)
+	if (buf[SMR_LMSG_OFF_TYPE] < SMR_LMSG_CREDITS ||
+	    buf[SMR_LMSG_OFF_TYPE] > SMR_LMSG_TYPE_LAST)
 		return -SMR_WIRE_ETYPE;
 
 	/* zeroed, padding included, so callers may compare whole structs */

@@ -205,10 +205,17 @@ size_t smr_hs_build(const struct smr_hs_msg *msg, u8 *buf, size_t cap);
 #define SMR_CM_PRIV_LEN		32
 #define SMR_CM_CREDITS_MAX	4096		/* largest initial grant */
 
+/*
+ * The sender asks before it lets an idle link go, and answers the peer's
+ * asking (IDLE link messages); a link goes by agreement only when both
+ * ends set it (protocol.rst, "The RDMA link").
+ */
+#define SMR_CM_F_IDLE_ASK	0x01
+
 struct smr_cm_priv {
 	u32	link_id;	/* the sender's id of the link, non-zero */
 	u16	credits;	/* receives posted for the peer's SENDs: 1..MAX */
-	u8	flags;		/* none defined: 0; unknown bits ignored */
+	u8	flags;		/* SMR_CM_F_*; unknown bits ignored */
 	/* request: the granted secret; accept: its echo. Never all zero */
 	u8	secret[SMR_LINK_SECRET_LEN];
 };
@@ -350,6 +357,11 @@ int smr_cdc_validate(const struct smr_cdc *cdc,
 
 enum smr_lmsg_type {
 	SMR_LMSG_CREDITS	= 1,	/* only returns credits */
+	/* the sender has had no connection on the link: may it go? */
+	SMR_LMSG_IDLE		= 2,
+	SMR_LMSG_IDLE_YES	= 3,	/* nor has this end: the asker ends it */
+	SMR_LMSG_IDLE_NO	= 4,	/* this end has one: the link stays */
+	SMR_LMSG_TYPE_LAST	= SMR_LMSG_IDLE_NO,
 };
 
 struct smr_lmsg {

@@ -21,12 +21,20 @@
 #             sizes, some processes killed with SIGKILL mid-transfer: no
 #             socket or connection is left, the link survives, counters
 #             back to their baseline
+#   idle_race B's link expires soon after its last connection, A's after
+#             10 min. A's next connection attaches to the link at once, B
+#             only when its PROPOSAL arrives: B holds that PROPOSAL (nft
+#             drops data to its port) past its expiry, 5 rounds; then 150
+#             connections one after another, 0 to 100 ms apart. An end
+#             that let a link go alone took A's connection down with it
+#             (before the fix: every held round; 2 of 150 unheld)
 
 # shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
 	"burst|32 clients at once against listen(fd, 5), 100 bytes each way: without SYN cookies (3 rounds) plain TCP and SMR fail none; with them (2 rounds) SMR fails none other than TCP cookie connections TCP itself resets (plain TCP in the same boot: the reference)"
 	"privdrop|a root listener accepting as uid 65534, net.smr.mem_user_max 32 MiB (one batch pins about 21 MiB of root's): 100 connections in batches of 5 all in mode rdma, nothing refused for memory (charges returned to root)"
 	"churn|thousands of connection lifecycles with random sizes both ways, some clients and servers killed mid-transfer: no socket or connection left, the link lives, counters back to baseline"
+	"idle_race|B's link expires 1 s after its last connection, A's after 10 min: A's next connection attaches to the link at once, B holds its PROPOSAL (nft) past the expiry, 5 rounds: B asks, A says no (links_idle_kept), the connection runs in mode rdma; then 150 connections one after another 0 to 100 ms apart with B's expiry at 100 ms: the link goes only when both ends agree, every connection runs in mode rdma, intact, no link failure counted on either host"
 )
 
 # --- host B --------------------------------------------------------------------
@@ -36,6 +44,23 @@ b_sysctl() {
 	local key=${1%%=*}
 	sysctl -n "$key"
 	sysctl -qw "$1"
+}
+
+# hold_data PORT|off: drop TCP segments to PORT longer than 100 bytes
+# (a handshake message; SYNs and bare ACKs pass), or stop: "ok".
+b_hold_data() {
+	nft delete table inet smr_churn 2>/dev/null
+	if [ "$1" = off ]; then
+		echo ok
+		return
+	fi
+	[[ $1 =~ ^[0-9]+$ ]] || { echo "bad port: $1"; return; }
+	if nft -f - <<NFT
+table inet smr_churn {
+	chain in { type filter hook input priority 0; tcp dport $1 meta length > 100 drop; }
+}
+NFT
+	then echo ok; else echo "nft failed"; fi
 }
 
 # smr_slab: objects in use in smr's socket slab ("SMR" in /proc/slabinfo),
@@ -247,5 +272,92 @@ case_churn() {
 	sysctl -qw net.smr.link_idle_timeout_ms=30000
 	b_call sysctl net.smr.link_idle_timeout_ms=30000 >/dev/null
 	t_note "$started connection lifecycles in $round rounds ($killed with a process killed mid-transfer) in $((SECONDS - t_start)) s; afterwards no SMR socket or connection on either host, none failed; once the links idled out, nothing pinned and no SMR socket in the slab on either host"
+	t_end
+}
+
+# idle_held ROUND: A's connection attaches to the link B's expiry is
+# about to end while B holds its PROPOSAL; "ok N" if it ran in mode rdma,
+# intact (N: A's links_idle_kept meanwhile), else what happened.
+idle_held() {
+	local r=$1 p1=$((7280 + 2 * $1)) p2=$((7281 + 2 * $1)) r1 r2 kept0 kept1
+	r1=$(b_call hold_data "$p2")
+	[ "$r1" = ok ] || { echo "B's nft: $r1"; return; }
+	serve "irh$r.1" -p "$p1" -n 1 -s 512 -M rdma -T 60 || return
+	serve "irh$r.2" -p "$p2" -n 1 -s 512 -M rdma -T 120 || return
+	kept0=$(rdma_kv "$RDMA_STATS" links_idle_kept)
+	# the link up (or reused), then unused: B's expiry armed
+	client "irh$r.1" -a "$peer" -p "$p1" -n 1 -s 512 -M rdma -T 60
+	client_bg "irh$r.2" -a "$peer" -p "$p2" -n 1 -s 512 -M rdma -T 120
+	sleep "$(tscale 4)"
+	kept1=$(rdma_kv "$RDMA_STATS" links_idle_kept)
+	b_call hold_data off >/dev/null
+	client_bg_wait "$bg_pid" "irh$r.2"
+	server_result "irh$r.1" 30
+	server_result "irh$r.2" 60
+	r1=$(conn_counts "$work/irh$r.1.client")
+	r2=$(conn_counts "$work/irh$r.2.client")
+	if [ "${r1%% *}" = 1 ] && [ "$(echo "$r2" | cut -d' ' -f3)" = 1 ] &&
+	   grep -q '^conn .* ok=1' "$work/irh$r.2.server"; then
+		echo "ok $((kept1 - kept0))"
+	else
+		echo "first: $r1; held: $r2 (ok failed rdma tcp reasons)"
+	fi
+}
+
+case_idle_race() {
+	local n=150 port=7299 i r old_a old_b hs_a hs_b ok bad rdma tcp why gone
+	local held=0 kept=0
+	t_begin idle_race
+	r=$(wait_settled a) || t_fail "A not settled before the case: $r"
+	snap ir.pre
+	old_a=$(sysctl -n net.smr.link_idle_timeout_ms)
+	hs_a=$(sysctl -n net.smr.handshake_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=600000
+	# the held PROPOSAL comes seconds late (TCP's retransmission)
+	sysctl -qw net.smr.handshake_timeout_ms=20000
+	hs_b=$(b_call sysctl net.smr.handshake_timeout_ms=20000)
+	old_b=$(b_call sysctl net.smr.link_idle_timeout_ms="$(tscale 1000)")
+	for i in 1 2 3 4 5; do
+		r=$(idle_held "$i")
+		if [[ $r =~ ^ok\ ([0-9]+)$ ]]; then
+			held=$((held + 1))
+			kept=$((kept + BASH_REMATCH[1]))
+			[ "${BASH_REMATCH[1]}" -ge 1 ] ||
+				t_fail "round $i: A did not say no to B's asking while its connection waited"
+		else
+			t_fail "round $i: $r"
+		fi
+	done
+	b_call hold_data off >/dev/null
+	ck "held rounds in mode rdma, intact, of 5" "$held" eq 5
+	sysctl -qw net.smr.handshake_timeout_ms="$hs_a"
+	b_call sysctl net.smr.handshake_timeout_ms="$hs_b" >/dev/null
+	snap ir.mid
+	b_call sysctl net.smr.link_idle_timeout_ms=100 >/dev/null
+	if serve ir -p "$port" -n "$n" -s 512 -M rdma -T 900; then
+		: >"$work/ir.client"
+		for i in $(seq "$n"); do
+			"$stream" client -a "$peer" -p "$port" -n 1 -s 512 \
+				-M rdma -T 60 >>"$work/ir.client" 2>&1
+			sleep "$(printf '0.%03d' $((RANDOM % 100)))"
+		done
+		server_result ir 60
+		cp "$work/ir.client" "$out/conns/"
+	fi
+	sysctl -qw net.smr.link_idle_timeout_ms="$old_a"
+	b_call sysctl net.smr.link_idle_timeout_ms="$old_b" >/dev/null
+	snap ir.post
+	read -r ok bad rdma tcp why <<<"$(conn_counts "$work/ir.client")"
+	ck "A's connections intact in mode rdma, of $n" "$rdma" eq "$n"
+	ck "A's connections that failed" "$bad" eq 0
+	ck "A's connections over TCP (reasons: ${why:-none})" "$tcp" eq 0
+	ck "B's connections intact" "$(grep -c '^conn .* ok=1' "$work/ir.server")" eq "$n"
+	ck "A's link failures" "$(delta ir.pre ir.post a links_failed)" eq 0
+	ck "B's link failures" "$(delta ir.pre ir.post b links_failed)" eq 0
+	# B's link expired between connections many times, by agreement
+	gone=$(delta ir.mid ir.post b links_idle_expired)
+	ck "B's links ended idle, A agreeing" "$gone" ge 10
+	[ "$rdma" = "$n" ] || delta_table ir.pre ir.post >>"$out/diag-$t_id.txt"
+	t_note "B's link expiring (1 s) while A's next connection waited for B to take its PROPOSAL (held by nft): $held of 5 rounds in mode rdma, A said no to B's asking $kept times; then $n connections from A 0 to 100 ms apart, B's expiry 100 ms: $rdma in mode rdma and intact, $bad failed, $tcp over TCP; B's link ended idle $gone times, A said no $(delta ir.mid ir.post a links_idle_kept) times; links_failed A +$(delta ir.pre ir.post a links_failed), B +$(delta ir.pre ir.post b links_failed)"
 	t_end
 }

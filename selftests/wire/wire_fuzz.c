@@ -292,14 +292,14 @@ static void fuzz_lmsg(const uint8_t *data, size_t size)
 	memset(&untouched, 0x5a, sizeof(untouched));
 	err = smr_lmsg_parse(data, size, &m);
 	want = header_err(data, size, SMR_LMSG_LEN, SMR_LMSG_MAGIC, SMR_LMSG_VERSION);
-	if (!want && data[5] != SMR_LMSG_CREDITS)
+	if (!want && (data[5] < SMR_LMSG_CREDITS || data[5] > SMR_LMSG_IDLE_NO))
 		want = -SMR_WIRE_ETYPE;
 	expect(err == want);
 	if (err) {
 		expect(memcmp(&m, &untouched, sizeof(m)) == 0);
 		return;
 	}
-	expect(m.type == SMR_LMSG_CREDITS);
+	expect(m.type == data[5]);
 	expect(m.credits == get_be16(data + 6));
 	memset(buf, 0xa5, sizeof(buf));
 	smr_lmsg_build(&m, buf);
@@ -321,7 +321,7 @@ static void fuzz_lmsg_build(const uint8_t *data, size_t size)
 	memcpy(&m, data, sizeof(m));
 	smr_lmsg_build(&m, buf);
 	err = smr_lmsg_parse(buf, sizeof(buf), &out);
-	if (m.type != SMR_LMSG_CREDITS) {
+	if (m.type < SMR_LMSG_CREDITS || m.type > SMR_LMSG_IDLE_NO) {
 		expect(err == -SMR_WIRE_ETYPE);
 		return;
 	}

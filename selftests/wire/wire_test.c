@@ -2331,6 +2331,26 @@ TEST(cm_priv_other_magics)
 
 FMT_TEST(cm_priv_version_not_3, fmt_version_first, cm_priv_fmt)
 
+TEST(cm_priv_flag_idle_ask)
+{
+	/*
+	 * bit 0 of the flags (offset 5): IDLE_ASK, kept as sent; a module
+	 * that predates it sent 0 there, and ignores it
+	 */
+	uint8_t buf[SMR_CM_PRIV_LEN];
+	struct smr_cm_priv m, out;
+
+	ASSERT_EQ(0x01, SMR_CM_F_IDLE_ASK);
+	make_cm_priv(&m);
+	m.flags = SMR_CM_F_IDLE_ASK;
+	smr_cm_priv_build(&m, buf);
+	ASSERT_EQ(0x01, buf[5]);
+	ASSERT_EQ(0, cm_priv_parse_exact(buf, sizeof(buf), &out));
+	ASSERT_EQ(SMR_CM_F_IDLE_ASK, out.flags);
+	ASSERT_EQ(0, cm_priv_parse_exact(golden_cm_priv, sizeof(golden_cm_priv), &out));
+	ASSERT_EQ(0, out.flags & SMR_CM_F_IDLE_ASK);
+}
+
 TEST(cm_priv_version_1_peer)
 {
 	/* the old 12 bytes: too short; padded by rdma_cm: the wrong version */
@@ -2530,8 +2550,11 @@ static void lmsg_spoil(uint8_t *buf)
 static int lmsg_flip_err(struct __test_metadata *_metadata, size_t off,
 			 const uint8_t *buf)
 {
-	/* the type; the credits are a free field */
-	return off == 5 ? -SMR_WIRE_ETYPE : 0;
+	/* the type (1 to 4 are known: 1 ^ 2 is IDLE_YES); credits are free */
+	if (off != 5)
+		return 0;
+	return buf[5] >= SMR_LMSG_CREDITS && buf[5] <= SMR_LMSG_IDLE_NO ?
+	       0 : -SMR_WIRE_ETYPE;
 }
 
 WIRE_FMT(lmsg, struct smr_lmsg, golden_lmsg);
@@ -2630,8 +2653,8 @@ TEST(lmsg_type_unknown)
 		memcpy(buf, golden_lmsg, SMR_LMSG_LEN);
 		buf[5] = t;
 		err = lmsg_err(buf);
-		if (t == SMR_LMSG_CREDITS) {
-			ASSERT_EQ(0, err);
+		if (t >= SMR_LMSG_CREDITS && t <= SMR_LMSG_IDLE_NO) {
+			ASSERT_EQ(0, err) TH_LOG("type %u", t);
 		} else {
 			ASSERT_EQ(-SMR_WIRE_ETYPE, err) TH_LOG("type %u", t);
 		}
@@ -2659,6 +2682,29 @@ TEST(lmsg_credits_every_value)
 		smr_lmsg_build(&out, again);
 		ASSERT_EQ(0, memcmp(buf, again, SMR_LMSG_LEN));
 	}
+}
+
+TEST(lmsg_idle_types)
+{
+	/* IDLE 2, IDLE_YES 3, IDLE_NO 4 at offset 5, credits along */
+	static const uint8_t types[] = { 2, 3, 4 };
+
+	for (unsigned int i = 0; i < sizeof(types); i++) {
+		uint8_t buf[SMR_LMSG_LEN];
+		struct smr_lmsg m, out;
+
+		make_lmsg(&m);
+		m.type = types[i];
+		smr_lmsg_build(&m, buf);
+		ASSERT_EQ(types[i], buf[5]);
+		ASSERT_EQ(0, memcmp(buf + 6, golden_lmsg + 6, 2));
+		ASSERT_EQ(0, lmsg_parse_exact(buf, SMR_LMSG_LEN, &out));
+		ASSERT_EQ(types[i], out.type);
+		ASSERT_EQ(m.credits, out.credits);
+	}
+	ASSERT_EQ(SMR_LMSG_IDLE, 2);
+	ASSERT_EQ(SMR_LMSG_IDLE_YES, 3);
+	ASSERT_EQ(SMR_LMSG_IDLE_NO, 4);
 }
 
 FMT_TEST(lmsg_every_single_bit_flip_classified, fmt_every_single_bit_flip, lmsg_fmt)
