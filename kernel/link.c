@@ -162,6 +162,10 @@ module_param_named(fault_link_grant_late,
 		   smr_link_faults[SMR_LINK_FAULT_GRANT_LATE], int, 0644);
 MODULE_PARM_DESC(fault_link_grant_late,
 		 "test only: the next N links the peer granted send their rdma_cm connect request only once fault_link_grant_late_release lets them (as if the first was lost)");
+module_param_named(fault_link_post, smr_link_faults[SMR_LINK_FAULT_POST],
+		   int, 0644);
+MODULE_PARM_DESC(fault_link_post,
+		 "test only: the next N CDC posts are refused (nothing posted), as a broken QP refuses them");
 
 /*
  * test_time_scale: link setup deadlines and grant lifetimes last N times
@@ -1200,7 +1204,8 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 		w->next = &send;
 		first = writes;
 	}
-	err = ib_post_send(link->qp, first, &bad);
+	err = smr_link_test_fault(SMR_LINK_FAULT_POST) ? -EIO :
+	      ib_post_send(link->qp, first, &bad);
 	if (err) {
 		/* a post only fails on a broken QP: the link goes */
 		link->sq_free += nr_wr;

@@ -244,6 +244,7 @@ enum smr_link_fault {
 	SMR_LINK_FAULT_FIND,	/* a PROPOSAL's link goes, lookup..attach */
 	SMR_LINK_FAULT_GRANT_UNUSED, /* granted, our link fails unconnected */
 	SMR_LINK_FAULT_GRANT_LATE, /* granted, ours connects when released */
+	SMR_LINK_FAULT_POST,	/* a CDC post refused, as a broken QP's is */
 	SMR_LINK_FAULTS,
 };
 

@@ -13,6 +13,7 @@ suite_tests=(
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
 	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways: every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
+	"refused|A's device refuses a CDC post under bulk transfers both ways (test module: fault_link_post, as a broken QP refuses one): A's link goes down, counted once (links_failed +1) and said in A's kernel log ('send refused: link down', once), every SMR socket on both hosts fails, both links go, a new connection runs in mode rdma on a new link"
 	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while 200 established connections flood writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
@@ -186,35 +187,69 @@ case_silent() {
 	t_end
 }
 
-case_qp_fatal() {
-	local pid t0 ok_n r
-	t_begin qp_fatal
-	bulk_until_ready qpf 6139 || { t_end; return; }
+# fault_under_bulk NAME PORT PARAM: bulk transfers both ways, then 1
+# written to A's module parameter PARAM (a fault): every SMR socket on both
+# hosts fails (A's within 30 s), both links go, links_failed +1 on A (counted
+# once). Counters before and after in NAME.pre and NAME.post; sets ok_n (A's
+# failed sockets), fault_at (when the fault was written, $SECONDS) and
+# links_gone_after (seconds from then until both links were gone).
+ok_n=
+fault_at=
+links_gone_after=
+fault_under_bulk() {
+	local name=$1 pid r
+	bulk_until_ready "$name" "$2" || return 1
 	pid=$bg_pid
-	snap qpf.pre
-	: >"$work/qpf.trigger"
-	t0=$SECONDS
-	r=$( { echo 1 >/sys/module/smr/parameters/fault_link_qp_fatal_irq; } 2>&1) ||
-		t_fail "A: writing fault_link_qp_fatal_irq: $r"
-	client_bg_wait "$pid" qpf
-	ok_n=$(summary_field qpf client ok)
-	ck "A: SMR sockets that failed within 30 s of the fatal QP event" "${ok_n:-none}" eq "$faults_conns"
-	t_diag "A: how each connection ended: $(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|at|fail_ms)=/) printf "%s ", $i; print "" }' "$work/qpf.client")"
+	snap "$name.pre"
+	: >"$work/$name.trigger"
+	fault_at=$SECONDS
+	r=$( { echo 1 >"/sys/module/smr/parameters/$3"; } 2>&1) ||
+		t_fail "A: writing $3: $r"
+	client_bg_wait "$pid" "$name"
+	ok_n=$(summary_field "$name" client ok)
+	ck "A: SMR sockets that failed within 30 s of $3" "${ok_n:-none}" eq "$faults_conns"
+	t_diag "A: how each connection ended: $(awk '/^conn / { for (i = 1; i <= NF; i++) if ($i ~ /^(err|at|fail_ms)=/) printf "%s ", $i; print "" }' "$work/$name.client")"
 	wait_bound 30 no_links_a || t_fail "A: its link is still there: $(rdma_links | tr '\n' ' ')"
 	wait_bound 30 no_links_b || t_fail "B: its link is still there: $(b_call links | tr '\n' ' ')"
-	server_result qpf 60
-	ck "B: SMR sockets that failed" "$(summary_field qpf server failed)" eq "$faults_conns"
-	snap qpf.post
-	ck "A: links_failed over the event (counted once)" "$(delta qpf.pre qpf.post a links_failed)" eq 1
+	links_gone_after=$((SECONDS - fault_at))
+	server_result "$name" 60
+	ck "B: SMR sockets that failed" "$(summary_field "$name" server failed)" eq "$faults_conns"
+	snap "$name.post"
+	ck "A: links_failed over $3 (counted once)" "$(delta "$name.pre" "$name.post" a links_failed)" eq 1
+	b_call stop "$name" >/dev/null
+}
+
+# after_fault NAME PORT: a new connection runs in mode rdma, intact.
+after_fault() {
+	serve "$1" -p "$2" -n 1 -s 65536 -T 60 || return 1
+	client "$1" -a "$peer" -p "$2" -n 1 -s 65536 -T 60
+	server_result "$1" 60
+	ck "afterwards: a new connection in mode rdma, intact" "$(summary_field "$1" client ok)" eq 1
+}
+
+case_qp_fatal() {
+	t_begin qp_fatal
+	fault_under_bulk qpf 6139 fault_link_qp_fatal_irq || { t_end; return; }
 	ck "A's kernel: the hook ran in hard interrupt context" \
 		"$(dmesg | grep -c 'QP fatal event in hard interrupt context: 1')" eq 1
 	t_diag "A's kernel: $(dmesg | grep -E 'link [0-9]+: .*link down' | tail -n 2 | tr '\n' ' ')"
-	b_call stop qpf >/dev/null
-	serve qpf2 -p 6140 -n 1 -s 65536 -T 60 || { t_end; return; }
-	client qpf2 -a "$peer" -p 6140 -n 1 -s 65536 -T 60
-	server_result qpf2 60
-	ck "after the event: a new connection in mode rdma, intact" "$(summary_field qpf2 client ok)" eq 1
-	t_note "fatal QP event on A: A's $ok_n/$faults_conns sockets failed, both links gone $((SECONDS - t0)) s after it, links_failed +$(delta qpf.pre qpf.post a links_failed); a new connection ran in mode rdma"
+	after_fault qpf2 6140
+	t_note "fatal QP event on A: A's $ok_n/$faults_conns sockets failed, both links gone $links_gone_after s after it, links_failed +$(delta qpf.pre qpf.post a links_failed); a new connection ran in mode rdma"
+	t_end
+}
+
+# A post the device refuses (a broken QP's; the test module's
+# fault_link_post refuses the next CDC post before the device sees it):
+# the link goes down, counted once and said why in the kernel log.
+case_refused() {
+	local said
+	t_begin refused
+	fault_under_bulk ref 6141 fault_link_post || { t_end; return; }
+	ck "A: the refused post taken" "$(cat /sys/module/smr/parameters/fault_link_post)" eq 0
+	said=$(rdma_kmsg "smr-test: case $t_id" | grep -c 'send refused: link down')
+	ck "A's kernel lines saying 'send refused: link down' since the case began" "$said" eq 1
+	after_fault ref2 6142
+	t_note "a CDC post refused on A (fault_link_post): A's $ok_n/$faults_conns sockets failed, both links gone, links_failed +$(delta ref.pre ref.post a links_failed), A's kernel said 'send refused' $said time(s); a new connection ran in mode rdma"
 	t_end
 }
 
