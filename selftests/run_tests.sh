@@ -222,6 +222,7 @@ if [ ${#failures[@]} -gt 0 ]; then
 		awk -v suite="$name" '
 			/^not ok [0-9]+/ { print "  " suite ": " substr($0, 1, 160); fails = 0; next }
 			/^# FAIL/ && fails < 4 { print "    " substr($0, 1, 300); fails++ }
+			/^# [AB]\047s kernel/ { print "    " substr($0, 1, 700) }
 		' "$logs/$name.log" | head -n 40
 	done
 	echo "failing suites: ${failures[*]}"

@@ -169,13 +169,14 @@ rdma_links_conns() {
 }
 
 # rdma_kmsg [MARK]: this host's last 12 kernel lines from smr (link and
-# connection failures, with their reasons), after the line MARK if given;
+# connection failures, with their reasons) and rxe (its errors), after the
+# line MARK if given;
 # then rxe0's error counters that are not 0 and what eth0's queue dropped
 # (rxe fails a QP whose packet its netdev's queue refuses).
 rdma_kmsg() {
 	dmesg | awk -v m="${1:-}" '
 		m != "" && index($0, m) { n = 0; next }
-		/ smr: / { l[++n] = substr($0, 1, 200) }
+		/ smr: | rxe[0-9]+: / { l[++n] = substr($0, 1, 200) }
 		END { for (i = n > 12 ? n - 11 : 1; i <= n; i++) print l[i] }'
 	echo "rxe0 errors: $(rdma_rxe_counters | awk '$1 ~ /err|link_downed/ && $2 != 0 { printf "%s %s ", $1, $2 }')"
 	echo "eth0 queue: $(tc -s qdisc show dev eth0 2>/dev/null | grep -o 'dropped [0-9]*' | tr '\n' ' ')"
