@@ -168,6 +168,23 @@ MODULE_PARM_DESC(fault_link_post,
 		 "test only: the next N CDC posts are refused (nothing posted), as a broken QP refuses them");
 
 /*
+ * test_link_idle_peer: this host takes part in the idle agreement as a
+ * misbehaving peer would (enum smr_link_idle_peer: 1 never answers, 2 asks
+ * twice, 3 always says no, 4 leaves IDLE_ASK out of its private data), so
+ * that the other host's defences can be seen.
+ */
+static unsigned int smr_link_test_idle_peer_mode;
+module_param_named(test_link_idle_peer, smr_link_test_idle_peer_mode, uint,
+		   0644);
+MODULE_PARM_DESC(test_link_idle_peer,
+		 "test only: 1 never answer an IDLE, 2 ask twice, 3 always answer no, 4 no IDLE_ASK flag");
+
+enum smr_link_idle_peer smr_link_test_idle_peer(void)
+{
+	return READ_ONCE(smr_link_test_idle_peer_mode);
+}
+
+/*
  * test_time_scale: link setup deadlines and grant lifetimes last N times
  * as long, as the suites' own deadlines do on a slow (debug) kernel, so a
  * case that races them keeps its proportions there.
@@ -469,6 +486,10 @@ static void smr_link_idle(struct work_struct *work)
 		if (!err) {
 			link->idle_ask_waiting = false;
 			WRITE_ONCE(link->idle_asked, true);
+			/* test: the next idle message out asks again */
+			if (smr_link_test_idle_peer() ==
+			    SMR_LINK_IDLE_PEER_ASKS_TWICE)
+				link->idle_answer_owed = SMR_LMSG_IDLE;
 			link->idle_deadline = jiffies +
 					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
 			smr_link_idle_in_locked(link,
@@ -817,7 +838,10 @@ static void smr_link_idle_msg_in(struct smr_link *link, u8 type)
 			why = "peer asked whether the idle link may go twice";
 			break;
 		}
-		if (link->nusers) {
+		if (smr_link_test_idle_peer() == SMR_LINK_IDLE_PEER_SILENT)
+			break;
+		if (link->nusers || smr_link_test_idle_peer() ==
+				    SMR_LINK_IDLE_PEER_SAYS_NO) {
 			link->idle_answer_owed = SMR_LMSG_IDLE_NO;
 			smr_stat_inc(&init_net, SMR_STAT_LINKS_IDLE_KEPT);
 		} else {

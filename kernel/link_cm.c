@@ -359,6 +359,9 @@ static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 		.flags		= SMR_CM_F_IDLE_ASK,
 	};
 
+	if (smr_link_test_idle_peer() == SMR_LINK_IDLE_PEER_NO_FLAG)
+		p.flags = 0;
+
 	memcpy(p.secret, link->secret, sizeof(p.secret));
 	smr_cm_priv_build(&p, priv);
 	memset(param, 0, sizeof(*param));

@@ -248,6 +248,18 @@ enum smr_link_fault {
 	SMR_LINK_FAULTS,
 };
 
+/*
+ * How the test module takes part in the idle agreement
+ * (test_link_idle_peer): as it should, or as a misbehaving peer would.
+ */
+enum smr_link_idle_peer {
+	SMR_LINK_IDLE_PEER_OK,
+	SMR_LINK_IDLE_PEER_SILENT,	/* never answers an IDLE */
+	SMR_LINK_IDLE_PEER_ASKS_TWICE,	/* a second IDLE after the first */
+	SMR_LINK_IDLE_PEER_SAYS_NO,	/* answers no, used or not */
+	SMR_LINK_IDLE_PEER_NO_FLAG,	/* leaves IDLE_ASK out: an older module */
+};
+
 #ifdef SMR_TEST_HOOKS
 unsigned long smr_link_setup_timeout(void);
 void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos);
@@ -255,6 +267,7 @@ bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
 void smr_link_test_exit(void);
 void smr_link_test_exit_links_gone(void);
+enum smr_link_idle_peer smr_link_test_idle_peer(void);
 #else
 /* A link we connect that is not up this long fails. */
 static inline unsigned long smr_link_setup_timeout(void)
@@ -281,6 +294,12 @@ static inline int smr_link_test_accept_fails(struct smr_link *link)
 /* The test module's pending faults are done with: none in the product. */
 static inline void smr_link_test_exit(void) { }
 static inline void smr_link_test_exit_links_gone(void) { }
+
+/* The product always takes part as it should. */
+static inline enum smr_link_idle_peer smr_link_test_idle_peer(void)
+{
+	return SMR_LINK_IDLE_PEER_OK;
+}
 #endif
 
 /*

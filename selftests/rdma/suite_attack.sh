@@ -15,6 +15,7 @@ suite_tests=(
 	"flood|an unprivileged rdma_cm client on A floods B's link listener (cm_port 7609), up to 2000 requests in 15 s each with no private data, with SMR's old version 2 private data and with version 3 carrying forged secrets, while legitimate connections from A to B run: every request is rejected (0 accepted, B's links_refused grows by the attempts), B builds no link and no QP, B's MemAvailable and Slab stay bounded, and every legitimate connection runs in mode rdma, intact"
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s (both times the bed's time scale on a slow kernel)"
+	"idle_peer|a peer that breaks the idle agreement (B's test module: test_link_idle_peer) cannot keep an unused link on A, nor fail it unseen: one that never answers A's asking fails the link within 10 s of the question (links_failed, said why); one that asks twice fails it at once (said why); one that always says no keeps it at most four of A's handshake timeouts and 10 s (then it goes, links_idle_expired, not a failure); one without the IDLE_ASK flag (an older module) is never asked and the link idles out as before; each time no link is left on either host"
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
@@ -337,6 +338,93 @@ case_grant() {
 active_links_both() {
 	[ "$(rdma_links | rdma_links_count - active)" -ge 1 ] &&
 		[ "$(b_call links | rdma_links_count - active)" -ge 1 ]
+}
+
+# idle_peer_round MODE NAME PORT A_IDLE_MS B_IDLE_MS: B's
+# test_link_idle_peer MODE; one connection A -> B in mode rdma makes the
+# link and leaves it unused; idle timeouts A_IDLE_MS and B_IDLE_MS; then
+# until no link is left on either host (60 s). Sets idle_peer_t: the
+# seconds that took, or "timeout".
+idle_peer_t=
+idle_peer_round() {
+	local mode=$1 name=$2 port=$3 t0 r
+	idle_peer_t=none
+	r=$(fault_on b test_link_idle_peer "$mode")
+	[ "$r" = "$mode" ] || { t_fail "B's test_link_idle_peer: $r"; return; }
+	sysctl -qw net.smr.link_idle_timeout_ms="$4"
+	b_call sysctl net.smr.link_idle_timeout_ms="$5" >/dev/null
+	serve "$name" -p "$port" -n 1 -s 65536 -M rdma -T 60 || return
+	client "$name" -a "$peer" -p "$port" -n 1 -s 65536 -M rdma -T 60
+	server_result "$name" 60
+	[ "$(summary_field "$name" client ok)" = 1 ] ||
+		t_fail "$name: the connection that made the link: $(grep '^conn' "$work/$name.client" | cut -c1-200)"
+	t0=$SECONDS
+	if wait_bound 60 links_gone; then
+		idle_peer_t=$((SECONDS - t0))
+	else
+		idle_peer_t=timeout
+	fi
+	fault_on b test_link_idle_peer 0 >/dev/null
+}
+
+# idle_peer_said PATTERN: A's kernel lines since the case began that match.
+idle_peer_said() {
+	rdma_kmsg "smr-test: case $t_id" | grep -c "$1"
+}
+
+case_idle_peer() {
+	local saved_idle saved_hs t t1 t2 t3 t4
+	t_begin idle_peer
+	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
+	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
+	links_idle_soon
+	wait_until 60 links_gone || t_fail "links did not idle out before the case"
+
+	# A asks after 1 s, B never answers: A's 10 s deadline
+	snap ip1.pre
+	idle_peer_round 1 ip1 6190 1000 600000
+	t=$idle_peer_t t1=$idle_peer_t
+	snap ip1.post
+	ck "never answered: seconds until no link is left (1 s idle, 10 s deadline)" "$t" le 20
+	ck "never answered: A's links_failed" "$(delta ip1.pre ip1.post a links_failed)" eq 1
+	ck "never answered: A said why" "$(idle_peer_said 'peer did not answer whether the idle link may go')" eq 1
+
+	# B asks after 1 s, twice
+	snap ip2.pre
+	idle_peer_round 2 ip2 6191 600000 1000
+	t=$idle_peer_t t2=$idle_peer_t
+	snap ip2.post
+	ck "asked twice: seconds until no link is left" "$t" le 10
+	ck "asked twice: A's links_failed" "$(delta ip2.pre ip2.post a links_failed)" eq 1
+	ck "asked twice: A said why" "$(idle_peer_said 'peer asked whether the idle link may go twice')" eq 1
+
+	# A asks every 1 s, B always says no: at most 4 x 1 s + 10 s after the first no
+	sysctl -qw net.smr.handshake_timeout_ms=1000
+	snap ip3.pre
+	idle_peer_round 3 ip3 6192 1000 600000
+	t=$idle_peer_t t3=$idle_peer_t
+	snap ip3.post
+	sysctl -qw net.smr.handshake_timeout_ms="$saved_hs"
+	ck "always no: seconds until no link is left (1 s idle, 4 x 1 s + 10 s)" "$t" le 25
+	ck "always no: B's no's" "$(delta ip3.pre ip3.post b links_idle_kept)" ge 2
+	ck "always no: A's links_idle_expired" "$(delta ip3.pre ip3.post a links_idle_expired)" eq 1
+	ck "always no: A's links_failed" "$(delta ip3.pre ip3.post a links_failed)" eq 0
+	ck "always no: A said why" "$(idle_peer_said 'the peer kept it idle')" eq 1
+
+	# B without the flag: A never asks, its link goes alone after 1 s
+	snap ip4.pre
+	idle_peer_round 4 ip4 6193 1000 600000
+	t=$idle_peer_t t4=$idle_peer_t
+	snap ip4.post
+	ck "no flag: seconds until no link is left (1 s idle)" "$t" le 10
+	ck "no flag: B asked nothing, so answered nothing" "$(delta ip4.pre ip4.post b links_idle_kept)" eq 0
+	ck "no flag: A's links_idle_expired (it went alone)" "$(delta ip4.pre ip4.post a links_idle_expired)" eq 0
+	ck "no flag: links_failed on A" "$(delta ip4.pre ip4.post a links_failed)" eq 0
+
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
+	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
+	t_note "a peer breaking the idle agreement, A's idle timeout 1 s (B's when B asks): never answering, no link left after $t1 s (A's 10 s deadline, links_failed); asking twice, $t2 s (links_failed); always saying no ($(delta ip3.pre ip3.post b links_idle_kept) no's), $t3 s (4 x 1 s handshake timeout + 10 s, links_idle_expired, no failure); without the IDLE_ASK flag, $t4 s (alone, as before)"
+	t_end
 }
 
 # idle: a link comes up after the connection that asked for it gave up on
