@@ -856,6 +856,9 @@ static void smr_link_idle_msg_in(struct smr_link *link, u8 type)
 		break;
 	case SMR_LMSG_IDLE_YES:
 	case SMR_LMSG_IDLE_NO:
+		/* test: it asks again whatever the answer, and waits for it */
+		if (smr_link_test_idle_peer() == SMR_LINK_IDLE_PEER_ASKS_TWICE)
+			break;
 		if (!link->idle_asked) {
 			why = "peer answered an idle question nobody asked";
 			break;

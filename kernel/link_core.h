@@ -255,7 +255,7 @@ enum smr_link_fault {
 enum smr_link_idle_peer {
 	SMR_LINK_IDLE_PEER_OK,
 	SMR_LINK_IDLE_PEER_SILENT,	/* never answers an IDLE */
-	SMR_LINK_IDLE_PEER_ASKS_TWICE,	/* a second IDLE after the first */
+	SMR_LINK_IDLE_PEER_ASKS_TWICE,	/* a second IDLE, deaf to the answer */
 	SMR_LINK_IDLE_PEER_SAYS_NO,	/* answers no, used or not */
 	SMR_LINK_IDLE_PEER_NO_FLAG,	/* leaves IDLE_ASK out: an older module */
 };
