@@ -61,7 +61,7 @@ smr_guest_ok() {
 
 echo "TAP version 13"
 # three more on the debug kernel (kmemleak, below)
-if [ "${SMR_VM_KERNEL:-}" = debug ]; then echo "1..65"; else echo "1..62"; fi
+if [ "${SMR_VM_KERNEL:-}" = debug ]; then echo "1..70"; else echo "1..67"; fi
 [ ${#smr_opts[@]} -eq 0 ] || echo "# no smr.ko for the guests' kernel: guests run ${smr_opts[*]}"
 
 # --- kernel names (no boot): scripts/kernel-release through vm-run
@@ -373,6 +373,36 @@ if [ "${SMR_VM_KERNEL:-}" = debug ]; then
 	smr_check "the debug kernel has kmemleak" smr_guest_ok kmemleak kmemleak-on
 	smr_check "kmemleak has no report when the command starts (cleared)" smr_guest_ok kmemleak kmemleak-clear
 fi
+
+# --- a kernel that hangs before init (a lost timer interrupt under TCG):
+# booted again once, the hung boot's consoles kept; twice fails the run
+SMR_VM_TEST_BOOT_HANG=1 smr_vm bootagain "${smr_opts[@]}" --hosts 1 -- 'echo check booted ok'
+tap_result "$(smr_rc bootagain)" "a guest that hung before init is booted again and the run passes"
+# smr_booted_again NAME: NAME's run said so, kept the first boot's
+# console, and its command ran once
+smr_booted_again() {
+	grep -q "host A: the kernel hung before init" "$tmp/$1.err" &&
+		grep -q "booting the guests again" "$tmp/$1.err" &&
+		[ -f "$tmp/$1.run/console-a.boot1.log" ] &&
+		[ "$(grep -c "check booted ok" "$tmp/$1.out")" = 1 ]
+}
+smr_check "it said so, kept the hung console, and ran the command once" smr_booted_again bootagain
+# two hosts on the switch: both guests and the relay go and come again,
+# and the new wire carries B's answer to A
+# shellcheck disable=SC2016 # the guests' variables
+SMR_VM_TEST_BOOT_HANG=1 SMR_VM_WIRE=switch smr_vm bootagain2 "${smr_opts[@]}" --hosts 2 \
+	--b 'exec socat TCP-LISTEN:7000,reuseaddr,fork SYSTEM:"echo from-b"' -- \
+	'for i in $(seq 30); do r=$(socat -T 5 - TCP:$SMR_PEER_ADDR:7000 </dev/null 2>/dev/null) && [ "$r" = from-b ] && break; sleep 1; done
+	[ "$r" = from-b ] && echo check booted ok'
+tap_result "$(smr_rc bootagain2)" "two hosts on the switch, A hung before init: both booted again, A reaches B"
+smr_check "it said so, kept A's hung console, and ran A's command once" smr_booted_again bootagain2
+SMR_VM_TEST_BOOT_HANG=2 smr_vm boothung "${smr_opts[@]}" --hosts 1 -- 'echo check booted ok'
+smr_hung_twice() {
+	[ "$(smr_rc boothung)" = 1 ] &&
+		grep -q "host A: hung before init twice, giving up" "$tmp/boothung.err" &&
+		! grep -q "check booted ok" "$tmp/boothung.out"
+}
+smr_check "a guest that hangs before init twice fails the run (status 1, said so, no command ran)" smr_hung_twice
 
 # --- timeout
 smr_vm timeout "${smr_opts[@]}" --timeout 40 -- 'sleep 600'
