@@ -36,7 +36,7 @@ logs=$repo/build/test-logs
 summary=$repo/build/test-summary
 mkdir -p "$logs"
 rm -f "$summary"
-cd "$repo"
+cd "$repo" || exit 2
 
 passed=0 failed=0 skipped=0
 failures=()
