@@ -31,6 +31,7 @@
 
 #include "smr.h"
 #include "stats.h"
+#include "test_hooks.h"
 
 /*
  * Readable bytes from @pos, stopping before the urgent byte (TCP does).
@@ -142,22 +143,25 @@ static bool smr_rx_consumed(struct smr_sock *smr, u32 n)
  * Nothing more to read now, @copied bytes so far: whether recvmsg() waits
  * (1) or returns, with nothing to add (0) or the errno it returns when it
  * copied nothing. In TCP's order: the low-water mark, EOF after the peer's
- * FIN (it wins over a later error), a pending error, shutdown or reset,
- * the timeout, a signal. Sock lock held.
+ * FIN (it wins over a later error), a pending error (@failed), shutdown or
+ * reset (@ended), the timeout, a signal. All three were read with the
+ * cursors, under conn->lock: a CDC that brings the peer's last bytes and
+ * its EOF or reset together sets them under that lock, and a look after
+ * the cursors would take that EOF or error for one before those bytes (an
+ * error that comes later wakes the wait). Sock lock held.
  */
 static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
-			       int target, bool eof, long timeo)
+			       int target, bool eof, bool failed, bool ended,
+			       long timeo)
 {
-	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
 
 	sock_owned_by_me(sk);
 	if (copied >= target || eof)
 		return 0;
-	if (READ_ONCE(sk->sk_err))
+	if (failed)
 		return copied ? 0 : sock_error(sk);
-	if (smr_conn_is_reset(conn) || !conn->rmb ||
-	    (sk->sk_shutdown & RCV_SHUTDOWN))
+	if (ended)
 		return 0;
 	if (!timeo)
 		return -EAGAIN;
@@ -184,7 +188,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
 	do {
-		bool at_mark, eof;
+		bool at_mark, eof, failed, ended;
 		u64 pos, avail;
 		u32 n;
 
@@ -205,7 +209,12 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			continue;
 		}
 		eof = smr_conn_peer_done(conn) && pos == conn->rx_prod;
+		failed = READ_ONCE(sk->sk_err);
+		ended = smr_conn_is_reset(conn) || !conn->rmb ||
+			(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN);
 		spin_unlock_bh(&conn->lock);
+		if (!avail && !eof)
+			smr_test_rx_window(conn);
 
 		if (avail) {
 			n = min_t(u64, avail, len - copied);
@@ -222,7 +231,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			continue;
 		}
 
-		err = smr_rx_wait_verdict(smr, copied, target, eof, timeo);
+		err = smr_rx_wait_verdict(smr, copied, target, eof, failed,
+					  ended, timeo);
 		if (err <= 0)
 			break;
 		err = 0;

@@ -15,9 +15,20 @@
  * an unknown message (the connection resets), so a rolling upgrade can be
  * tested with one build.
  *
- * Locking and lifetimes: the parameter is claimed by cmpxchg, so one CDC
- * takes each fault; the CDC's fields are the caller's (conn->lock held).
+ * test_rx_eof_window_ms (selftests smr_api, rx_eof_after_its_bytes): the
+ * next recvmsg() that finds nothing to read and no EOF waits, between its
+ * look at the cursors and its verdict, until the peer's EOF has come (at
+ * most N ms), so that the peer's last bytes and EOF arrive in that window,
+ * as a CDC on another CPU may bring them. It reads 0 again once taken;
+ * test_rx_eof_window_hits counts the windows that ended with the EOF in.
+ *
+ * Locking and lifetimes: fault_cdc and test_rx_eof_window_ms are claimed
+ * by cmpxchg, so one CDC (or one reader) takes each (fault_answer_old
+ * holds while set); the CDC's fields are the caller's
+ * (conn->lock held); the reader holds its sock lock, not conn->lock, while
+ * it waits.
  */
+#include <linux/delay.h>
 #include <linux/moduleparam.h>
 #include <linux/lockdep.h>
 
@@ -49,6 +60,36 @@ MODULE_PARM_DESC(fault_answer_old,
 bool smr_test_answer_old(void)
 {
 	return READ_ONCE(smr_fault_answer_old);
+}
+
+static unsigned int smr_test_rx_window_ms;
+module_param_named(test_rx_eof_window_ms, smr_test_rx_window_ms, uint, 0644);
+MODULE_PARM_DESC(test_rx_eof_window_ms,
+		 "test only: the next reader that finds nothing waits up to N ms for the peer's EOF before its verdict");
+
+static atomic_t smr_test_rx_window_hits = ATOMIC_INIT(0);
+module_param_named(test_rx_eof_window_hits, smr_test_rx_window_hits.counter,
+		   int, 0444);
+MODULE_PARM_DESC(test_rx_eof_window_hits,
+		 "test only: test_rx_eof_window_ms windows that ended with the peer's EOF in");
+
+/* See test_rx_eof_window_ms above. Process context, sock lock held. */
+void smr_test_rx_window(struct smr_conn *conn)
+{
+	unsigned int ms = READ_ONCE(smr_test_rx_window_ms);
+	unsigned long until;
+
+	might_sleep();
+	if (!ms || cmpxchg(&smr_test_rx_window_ms, ms, 0) != ms)
+		return;
+	until = jiffies + msecs_to_jiffies(ms);
+	while (time_before(jiffies, until)) {
+		if (READ_ONCE(conn->rx_flags) & SMR_CDC_F_DONE_WRITING) {
+			atomic_inc(&smr_test_rx_window_hits);
+			return;
+		}
+		usleep_range(1000, 2000);
+	}
 }
 
 /*

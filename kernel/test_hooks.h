@@ -17,6 +17,7 @@ int smr_test_cdc_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
 		       u8 *data);
 void smr_test_cdc_fault_unsent(int fault);
 bool smr_test_answer_old(void);
+void smr_test_rx_window(struct smr_conn *conn);
 #else
 /* The rule of protocol.rst a data CDC about to be posted breaks: none. */
 static inline int smr_test_cdc_fault(struct smr_conn *conn,
@@ -33,6 +34,9 @@ static inline bool smr_test_answer_old(void)
 {
 	return false;
 }
+
+/* A reader that found nothing waits here for the peer's EOF: never. */
+static inline void smr_test_rx_window(struct smr_conn *conn) { }
 #endif
 
 #endif /* _SMR_TEST_HOOKS_H */

@@ -2213,6 +2213,68 @@ TEST_F(smr_api, shutdown_wr)
 	EXPECT_EQ(-ENOTCONN, xshutdown(srv, SHUT_RDWR));
 }
 
+/*
+ * The peer's last bytes and its EOF arrive while a reader that found
+ * nothing decides what to return (a CDC on another CPU brings both at
+ * once): it must not take that EOF for one before the bytes. The test
+ * module's test_rx_eof_window_ms holds the next such reader in that window
+ * until the EOF has come. Seen once under load before the fix: the server
+ * read EOF with none of the client's 64 KiB (negotiation,
+ * flood_listener_share). TCP runs the same steps, without the window.
+ */
+#define RX_EOF_PARAMS	"/sys/module/smr/parameters"
+#define RX_EOF_LEN	8192	/* below the smallest RMB: DONE needs no room */
+
+static int file_put(const char *dir, const char *name, const char *val);
+
+TEST_F(smr_api, rx_eof_after_its_bytes)
+{
+	static char out[RX_EOF_LEN], in[RX_EOF_LEN + 1];
+	long hits = 0;
+	int cli, srv, ret;
+	pid_t pid;
+	ssize_t n;
+
+	for (n = 0; n < RX_EOF_LEN; n++)
+		out[n] = (char)(n * 7 + 1);
+	PAIR(&cli, &srv);
+	if (self->smr) {
+		hits = smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_hits");
+		ret = file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "10000");
+		if (ret)
+			SKIP(return, "no test_rx_eof_window_ms (not the test module): %s",
+			     strerror(-ret));
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* once the reader is in its window (TCP: a while) */
+		for (n = 0; self->smr && n < 10000; n++) {
+			if (!smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_ms"))
+				break;
+			usleep(1000);
+		}
+		if (!self->smr)
+			usleep(200 * 1000);
+		if (send(cli, out, RX_EOF_LEN, 0) != RX_EOF_LEN)
+			_exit(1);
+		_exit(shutdown(cli, SHUT_WR) ? 2 : 0);
+	}
+	/* nothing yet: EAGAIN, never EOF (the window ends with the EOF in) */
+	EXPECT_EQ(-EAGAIN, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
+	EXPECT_EQ(0, wait_child(pid));
+	if (self->smr) {
+		/* that reader took the window, and the EOF came in it */
+		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_ms"));
+		EXPECT_EQ(hits + 1,
+			  smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_hits"));
+		file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "0");
+	}
+	EXPECT_EQ(RX_EOF_LEN, recv_upto(srv, in, sizeof(in), SOON_MS));
+	EXPECT_EQ(0, memcmp(in, out, RX_EOF_LEN));
+	EXPECT_EQ(0, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
+}
+
 TEST_F(smr_api, shutdown_rd)
 {
 	int cli, srv;

@@ -22,18 +22,24 @@
 
 #define SMR_STATS_PATH	"/proc/net/smr/stats"
 
-/* SMR's address family number, or -1 when the module is not loaded. */
-static inline int smr_module_family(void)
+/* The number file @path holds (sysfs, procfs), or -1 if it holds none. */
+static inline long smr_read_number(const char *path)
 {
-	FILE *f = fopen(SMR_FAMILY_SYSFS, "r");
-	int fam = -1;
+	FILE *f = fopen(path, "r");
+	long v = -1;
 
 	if (!f)
 		return -1;
-	if (fscanf(f, "%d", &fam) != 1)
-		fam = -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
 	fclose(f);
-	return fam;
+	return v;
+}
+
+/* SMR's address family number, or -1 when the module is not loaded. */
+static inline int smr_module_family(void)
+{
+	return (int)smr_read_number(SMR_FAMILY_SYSFS);
 }
 
 static inline long long smr_now_ms(void)
