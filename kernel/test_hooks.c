@@ -22,11 +22,17 @@
  * as a CDC on another CPU may bring them. It reads 0 again once taken;
  * test_rx_eof_window_hits counts the windows that ended with the EOF in.
  *
- * Locking and lifetimes: fault_cdc and test_rx_eof_window_ms are claimed
- * by cmpxchg, so one CDC (or one reader) takes each (fault_answer_old
+ * test_shutdown_wr_window_ms (selftests smr_api, shutdown_wr_keeps_peer_eof):
+ * the next shutdown(SHUT_WR) in mode rdma waits the same way, just before
+ * it marks the socket shut for writing, so that the peer's EOF (its CDC
+ * marks the socket shut for reading) comes in between, as on another CPU;
+ * test_shutdown_wr_window_hits counts those windows.
+ *
+ * Locking and lifetimes: fault_cdc and the two windows are claimed by
+ * cmpxchg, so one CDC (or one caller) takes each (fault_answer_old
  * holds while set); the CDC's fields are the caller's
- * (conn->lock held); the reader holds its sock lock, not conn->lock, while
- * it waits.
+ * (conn->lock held); a caller in a window holds its sock lock, not
+ * conn->lock, while it waits.
  */
 #include <linux/delay.h>
 #include <linux/moduleparam.h>
@@ -73,23 +79,53 @@ module_param_named(test_rx_eof_window_hits, smr_test_rx_window_hits.counter,
 MODULE_PARM_DESC(test_rx_eof_window_hits,
 		 "test only: test_rx_eof_window_ms windows that ended with the peer's EOF in");
 
-/* See test_rx_eof_window_ms above. Process context, sock lock held. */
-void smr_test_rx_window(struct smr_conn *conn)
+static unsigned int smr_test_shutdown_window_ms;
+module_param_named(test_shutdown_wr_window_ms, smr_test_shutdown_window_ms,
+		   uint, 0644);
+MODULE_PARM_DESC(test_shutdown_wr_window_ms,
+		 "test only: the next shutdown(SHUT_WR) waits up to N ms for the peer's EOF before it marks the socket");
+
+static atomic_t smr_test_shutdown_window_hits = ATOMIC_INIT(0);
+module_param_named(test_shutdown_wr_window_hits,
+		   smr_test_shutdown_window_hits.counter, int, 0444);
+MODULE_PARM_DESC(test_shutdown_wr_window_hits,
+		 "test only: test_shutdown_wr_window_ms windows that ended with the peer's EOF in");
+
+/*
+ * Take the window @ms_param arms, if armed: wait until the peer's EOF is in
+ * (counted in @hits) or the time is up. Process context, no spinlock held.
+ */
+static void smr_test_eof_window(struct smr_conn *conn,
+				unsigned int *ms_param, atomic_t *hits)
 {
-	unsigned int ms = READ_ONCE(smr_test_rx_window_ms);
+	unsigned int ms = READ_ONCE(*ms_param);
 	unsigned long until;
 
 	might_sleep();
-	if (!ms || cmpxchg(&smr_test_rx_window_ms, ms, 0) != ms)
+	if (!ms || cmpxchg(ms_param, ms, 0) != ms)
 		return;
 	until = jiffies + msecs_to_jiffies(ms);
 	while (time_before(jiffies, until)) {
 		if (READ_ONCE(conn->rx_flags) & SMR_CDC_F_DONE_WRITING) {
-			atomic_inc(&smr_test_rx_window_hits);
+			atomic_inc(hits);
 			return;
 		}
 		usleep_range(1000, 2000);
 	}
+}
+
+/* See test_rx_eof_window_ms above. */
+void smr_test_rx_window(struct smr_conn *conn)
+{
+	smr_test_eof_window(conn, &smr_test_rx_window_ms,
+			    &smr_test_rx_window_hits);
+}
+
+/* See test_shutdown_wr_window_ms above. */
+void smr_test_shutdown_window(struct smr_conn *conn)
+{
+	smr_test_eof_window(conn, &smr_test_shutdown_window_ms,
+			    &smr_test_shutdown_window_hits);
 }
 
 /*

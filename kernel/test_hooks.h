@@ -18,6 +18,7 @@ int smr_test_cdc_fault(struct smr_conn *conn, struct smr_cdc *cdc, u32 n,
 void smr_test_cdc_fault_unsent(int fault);
 bool smr_test_answer_old(void);
 void smr_test_rx_window(struct smr_conn *conn);
+void smr_test_shutdown_window(struct smr_conn *conn);
 #else
 /* The rule of protocol.rst a data CDC about to be posted breaks: none. */
 static inline int smr_test_cdc_fault(struct smr_conn *conn,
@@ -37,6 +38,9 @@ static inline bool smr_test_answer_old(void)
 
 /* A reader that found nothing waits here for the peer's EOF: never. */
 static inline void smr_test_rx_window(struct smr_conn *conn) { }
+
+/* shutdown(SHUT_WR) waits here for the peer's EOF: never. */
+static inline void smr_test_shutdown_window(struct smr_conn *conn) { }
 #endif
 
 #endif /* _SMR_TEST_HOOKS_H */

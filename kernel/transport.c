@@ -37,6 +37,7 @@
 
 #include "smr.h"
 #include "stats.h"
+#include "test_hooks.h"
 #include "tcp_path.h"
 #include "transport.h"
 
@@ -393,8 +394,10 @@ static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 	if (how & RCV_SHUTDOWN)
 		smr_close_shutdown_rd(smr);
 	if (how & SEND_SHUTDOWN) {
-		WRITE_ONCE(smr->sk.sk_shutdown,
-			   smr->sk.sk_shutdown | SEND_SHUTDOWN);
+		u8 shut = READ_ONCE(smr->sk.sk_shutdown);
+
+		smr_test_shutdown_window(&smr->conn);
+		WRITE_ONCE(smr->sk.sk_shutdown, shut | SEND_SHUTDOWN);
 		smr_close_shutdown_wr(smr);
 		smr_tx_push(smr);
 	}

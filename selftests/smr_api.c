@@ -32,6 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1835,6 +1836,68 @@ TEST_F(smr_api, recv_peek)
 	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), 0));
 }
 
+/* CPU time this process has used, in ms */
+static long long cpu_used_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return -1;
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000LL +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+#define PEEK_WAIT_MS	1000	/* the rest of the bytes come after this */
+
+/*
+ * A peek that must wait for more than is there (MSG_WAITALL, or a low-water
+ * mark) sleeps until the rest arrives, as TCP's does, and leaves it all to
+ * read. Before the fix it woke at once for the bytes it had peeked
+ * already, and spun with the socket locked until the rest came: it used
+ * about as much CPU as the wait took. Asleep, it uses a few ms of it.
+ */
+TEST_F(smr_api, recv_peek_waits_asleep)
+{
+	static const int lowat = 8;
+	long long cpu, start, wall;
+	int cli, srv, round;
+	char buf[16];
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	for (round = 0; round < 2; round++) {
+		int flags = MSG_PEEK | (round ? 0 : MSG_WAITALL);
+
+		/* the second round waits for its low-water mark instead */
+		if (round)
+			ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVLOWAT,
+						&lowat, sizeof(lowat)));
+		SEND_ARRIVE(cli, srv, "half", 4);
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			usleep(PEEK_WAIT_MS * 1000);
+			_exit(send(cli, "rest", 4, 0) == 4 ? 0 : 1);
+		}
+		start = smr_now_ms();
+		cpu = cpu_used_ms();
+		memset(buf, 0, sizeof(buf));
+		EXPECT_EQ(8, xrecv(srv, buf, 8, flags));
+		cpu = cpu_used_ms() - cpu;
+		wall = smr_now_ms() - start;
+		EXPECT_EQ(0, wait_child(pid));
+		EXPECT_STREQ("halfrest", buf);
+		/* asleep: a quarter of the wait is far more than it needs */
+		EXPECT_GT(wall, cpu * 4)
+			TH_LOG("round %d: %lld ms of CPU in a %lld ms wait",
+			       round, cpu, wall);
+		/* it was a peek: all 8 bytes are still there */
+		memset(buf, 0, sizeof(buf));
+		EXPECT_EQ(8, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+		EXPECT_STREQ("halfrest", buf);
+	}
+}
+
 TEST_F(smr_api, recv_dontwait)
 {
 	int cli, srv;
@@ -2273,6 +2336,60 @@ TEST_F(smr_api, rx_eof_after_its_bytes)
 	EXPECT_EQ(RX_EOF_LEN, recv_upto(srv, in, sizeof(in), SOON_MS));
 	EXPECT_EQ(0, memcmp(in, out, RX_EOF_LEN));
 	EXPECT_EQ(0, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
+}
+
+/*
+ * The peer's EOF arrives while this end shuts down writing (its CDC marks
+ * the socket shut for reading on another CPU): neither mark may undo the
+ * other. The test module's test_shutdown_wr_window_ms holds the next
+ * shutdown(SHUT_WR) until the peer's EOF is in, just before it marks the
+ * socket. Before the fix its mark rewrote the shutdown bits it had read
+ * before the window: the EOF was lost (no EPOLLRDHUP, reads said EAGAIN).
+ * TCP runs the same steps, without the window.
+ */
+TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
+{
+	long hits = 0;
+	int cli, srv, ret, n;
+	char buf[8];
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	if (self->smr) {
+		hits = smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_hits");
+		ret = file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "10000");
+		if (ret)
+			SKIP(return, "no test_shutdown_wr_window_ms (not the test module): %s",
+			     strerror(-ret));
+	}
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* once the other end's shutdown is in its window (TCP: a while) */
+		for (n = 0; self->smr && n < 10000; n++) {
+			if (!smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_ms"))
+				break;
+			usleep(1000);
+		}
+		if (!self->smr)
+			usleep(200 * 1000);
+		_exit(shutdown(srv, SHUT_WR) ? 1 : 0);
+	}
+	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
+	EXPECT_EQ(0, wait_child(pid));
+	if (self->smr) {
+		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_ms"));
+		EXPECT_EQ(hits + 1,
+			  smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_hits"));
+		file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "0");
+	}
+	/* both ends shut both ways: EOF and hang-up on each */
+	ASSERT_MASK(M_RDHUP | M_OUT | EPOLLHUP,
+		    mask_wait(_metadata, cli, EPOLLRDHUP, SOON_MS));
+	EXPECT_EQ(0, xrecv(cli, buf, sizeof(buf), MSG_DONTWAIT));
+	ASSERT_MASK(M_RDHUP | M_OUT | EPOLLHUP,
+		    mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS));
+	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
 }
 
 TEST_F(smr_api, shutdown_rd)
