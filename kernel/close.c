@@ -275,12 +275,18 @@ bool smr_close_abort(struct smr_sock *smr, enum smr_conn_abort why)
 	return true;
 }
 
-/* shutdown(SHUT_WR): EOF after what was written (the caller pushes it). */
+/*
+ * shutdown(SHUT_WR): EOF after what was written (the caller pushes it).
+ * The mark is set under conn->lock, as the peer's CDC sets RCV_SHUTDOWN:
+ * a mark made of bits read before that lock could undo the peer's EOF.
+ */
 void smr_close_shutdown_wr(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
+	struct sock *sk = &smr->sk;
 
 	spin_lock_bh(&conn->lock);
+	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | SEND_SHUTDOWN);
 	switch (conn->state) {
 	case SMR_CONN_ACTIVE:
 		smr_close_set(conn, SMR_CONN_WR_SHUT);

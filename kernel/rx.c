@@ -49,13 +49,19 @@ static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 	return avail;
 }
 
-static bool smr_rx_readable(struct smr_sock *smr)
+/*
+ * A reader waiting at byte count @pos (past what it peeked) has something
+ * new to look at. Read without conn->lock: a wake-up condition, looked at
+ * again under it.
+ */
+static bool smr_rx_readable(struct smr_sock *smr, u64 pos)
 {
 	struct smr_conn *conn = &smr->conn;
 
-	return conn->rx_prod != conn->rx_cons || smr_conn_peer_done(conn) ||
+	return READ_ONCE(conn->rx_prod) != pos || smr_conn_peer_done(conn) ||
 	       smr_conn_is_reset(conn) || READ_ONCE(smr->sk.sk_err) ||
-	       (smr->sk.sk_shutdown & RCV_SHUTDOWN) || !conn->rmb;
+	       (READ_ONCE(smr->sk.sk_shutdown) & RCV_SHUTDOWN) ||
+	       !READ_ONCE(conn->rmb);
 }
 
 /* recv(MSG_OOB): the urgent byte, as TCP hands it out. */
@@ -240,8 +246,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			smr_tx_push(smr);
 			push = false;
 		}
-		smr_wait_event(sk, &timeo, smr_rx_readable(smr) ||
-			       conn->rx_prod != conn->rx_cons + peek);
+		smr_wait_event(sk, &timeo,
+			       smr_rx_readable(smr, conn->rx_cons + peek));
 	} while (copied < len);
 	release_sock(sk);
 	if (push)

@@ -394,10 +394,7 @@ static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 	if (how & RCV_SHUTDOWN)
 		smr_close_shutdown_rd(smr);
 	if (how & SEND_SHUTDOWN) {
-		u8 shut = READ_ONCE(smr->sk.sk_shutdown);
-
 		smr_test_shutdown_window(&smr->conn);
-		WRITE_ONCE(smr->sk.sk_shutdown, shut | SEND_SHUTDOWN);
 		smr_close_shutdown_wr(smr);
 		smr_tx_push(smr);
 	}
