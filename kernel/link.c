@@ -185,9 +185,10 @@ enum smr_link_idle_peer smr_link_test_idle_peer(void)
 }
 
 /*
- * test_time_scale: link setup deadlines and grant lifetimes last N times
- * as long, as the suites' own deadlines do on a slow (debug) kernel, so a
- * case that races them keeps its proportions there.
+ * test_time_scale: link setup deadlines, grant lifetimes and the idle
+ * question's deadlines last N times as long, as the suites' own deadlines
+ * do on a slow (debug) kernel, so a case that races them keeps its
+ * proportions there.
  */
 static unsigned int smr_link_test_time_scale = 1;
 
@@ -205,7 +206,7 @@ static const struct kernel_param_ops smr_link_test_time_scale_ops = {
 module_param_cb(test_time_scale, &smr_link_test_time_scale_ops,
 		&smr_link_test_time_scale, 0644);
 MODULE_PARM_DESC(test_time_scale,
-		 "test only: link setup deadlines and grant lifetimes last N (1-100) times as long");
+		 "test only: link setup and idle question deadlines and grant lifetimes last N (1-100) times as long");
 
 /*
  * test_link_send_done_delay_us: a CDC's completion waits this long after
@@ -269,10 +270,10 @@ void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos)
 		atomic_inc(&smr_link_test_slot_reused);
 }
 
-/* A link we connect that is not up this long fails (test_time_scale). */
-unsigned long smr_link_setup_timeout(void)
+/* A link deadline of @timeout jiffies, times test_time_scale. */
+unsigned long smr_link_time_scaled(unsigned long timeout)
 {
-	return SMR_LINK_SETUP_TIMEOUT * READ_ONCE(smr_link_test_time_scale);
+	return timeout * READ_ONCE(smr_link_test_time_scale);
 }
 
 /*
@@ -426,9 +427,9 @@ void smr_link_set_active(struct smr_link *link)
 		refused = smr_link_send_idle_answer_locked(link);
 		if (link->idle_agreed) {
 			link->idle_deadline = jiffies +
-					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+					      smr_link_idle_answer_timeout();
 			smr_link_idle_in_locked(link,
-						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+						smr_link_idle_answer_timeout());
 		}
 		/* users waiting for the setup go on */
 		list_for_each_entry(user, &link->users, node)
@@ -491,9 +492,9 @@ static void smr_link_idle(struct work_struct *work)
 			    SMR_LINK_IDLE_PEER_ASKS_TWICE)
 				link->idle_answer_owed = SMR_LMSG_IDLE;
 			link->idle_deadline = jiffies +
-					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+					      smr_link_idle_answer_timeout();
 			smr_link_idle_in_locked(link,
-						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+						smr_link_idle_answer_timeout());
 		} else if (err != -EAGAIN) {
 			why = "idle request refused";
 		} else if (!link->idle_ask_waiting) {
@@ -502,7 +503,7 @@ static void smr_link_idle(struct work_struct *work)
 			link->idle_ask_wait_since = jiffies;
 			smr_link_idle_in_locked(link, HZ);
 		} else if (time_after(jiffies, link->idle_ask_wait_since +
-				      SMR_LINK_IDLE_ANSWER_TIMEOUT)) {
+				      smr_link_idle_answer_timeout())) {
 			/*
 			 * Unused, we send nothing that needs credits: a peer
 			 * that returns none keeps us from asking, and would
@@ -797,7 +798,7 @@ static bool smr_link_kept_for_nothing_locked(struct smr_link *link)
 	unsigned long limit;
 
 	limit = 4 * msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms)) +
-		SMR_LINK_IDLE_ANSWER_TIMEOUT;
+		smr_link_idle_answer_timeout();
 
 	lockdep_assert_held(&link->lock);
 	if (!link->idle_kept) {
@@ -848,9 +849,9 @@ static void smr_link_idle_msg_in(struct smr_link *link, u8 type)
 			link->idle_answer_owed = SMR_LMSG_IDLE_YES;
 			WRITE_ONCE(link->idle_agreed, true);
 			link->idle_deadline = jiffies +
-					      SMR_LINK_IDLE_ANSWER_TIMEOUT;
+					      smr_link_idle_answer_timeout();
 			smr_link_idle_in_locked(link,
-						SMR_LINK_IDLE_ANSWER_TIMEOUT);
+						smr_link_idle_answer_timeout());
 		}
 		err = smr_link_send_idle_answer_locked(link);
 		break;

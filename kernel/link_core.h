@@ -261,7 +261,7 @@ enum smr_link_idle_peer {
 };
 
 #ifdef SMR_TEST_HOOKS
-unsigned long smr_link_setup_timeout(void);
+unsigned long smr_link_time_scaled(unsigned long timeout);
 void smr_link_test_send_done_delay(struct smr_cdc_slot *slot, u64 tx_pos);
 bool smr_link_test_fault(enum smr_link_fault fault);
 int smr_link_test_accept_fails(struct smr_link *link);
@@ -269,10 +269,10 @@ void smr_link_test_exit(void);
 void smr_link_test_exit_links_gone(void);
 enum smr_link_idle_peer smr_link_test_idle_peer(void);
 #else
-/* A link we connect that is not up this long fails. */
-static inline unsigned long smr_link_setup_timeout(void)
+/* A link deadline of @timeout jiffies, as the product keeps it. */
+static inline unsigned long smr_link_time_scaled(unsigned long timeout)
 {
-	return SMR_LINK_SETUP_TIMEOUT;
+	return timeout;
 }
 
 /* A CDC completion's test delay (test_link_send_done_delay_us): none. */
@@ -301,6 +301,18 @@ static inline enum smr_link_idle_peer smr_link_test_idle_peer(void)
 	return SMR_LINK_IDLE_PEER_OK;
 }
 #endif
+
+/* A link we connect that is not up this long fails. */
+static inline unsigned long smr_link_setup_timeout(void)
+{
+	return smr_link_time_scaled(SMR_LINK_SETUP_TIMEOUT);
+}
+
+/* How long an open idle question (or a yes to one) is waited on. */
+static inline unsigned long smr_link_idle_answer_timeout(void)
+{
+	return smr_link_time_scaled(SMR_LINK_IDLE_ANSWER_TIMEOUT);
+}
 
 /*
  * A grant lives until its link's setup would have failed anyway: a client
