@@ -3609,8 +3609,11 @@ TEST_F(smr_api, smr_sndbuf_grows)
 	close(l);
 }
 
-/* Is an SMR connection with this token still in /proc/net/smr/conns? */
-static bool smr_token_listed(uint64_t token)
+/*
+ * Is an SMR connection with this token still in /proc/net/smr/conns? Its
+ * line goes to @out (@n bytes), if given, for a failure to show.
+ */
+static bool smr_token_line(uint64_t token, char *out, size_t n)
 {
 	FILE *f = fopen("/proc/net/smr/conns", "r");
 	char line[512], hex[32];
@@ -3622,7 +3625,14 @@ static bool smr_token_listed(uint64_t token)
 	while (!found && fgets(line, sizeof(line), f))
 		found = strstr(line, hex);
 	fclose(f);
+	if (found && out)
+		snprintf(out, n, "%s", line);
 	return found;
+}
+
+static bool smr_token_listed(uint64_t token)
+{
+	return smr_token_line(token, NULL, 0);
 }
 
 /* TCP payload of packet @pkt (IPv4 or IPv6) of @len bytes; NULL if none. */
@@ -3837,6 +3847,7 @@ out:
 TEST_F(smr_api, close_while_peer_writes)
 {
 	static char buf[65536];
+	char line[512];
 	int i;
 
 	for (i = 0; i < 16; i++) {
@@ -3890,10 +3901,12 @@ TEST_F(smr_api, close_while_peer_writes)
 		while ((smr_token_listed(tok_c) || smr_token_listed(tok_s)) &&
 		       smr_now_ms() < deadline)
 			usleep(20000);
-		EXPECT_FALSE(smr_token_listed(tok_c))
-			TH_LOG("round %d: the writer's connection lingers", i);
-		EXPECT_FALSE(smr_token_listed(tok_s))
-			TH_LOG("round %d: the reader's connection lingers", i);
+		EXPECT_FALSE(smr_token_line(tok_c, line, sizeof(line)))
+			TH_LOG("round %d: the writer's connection lingers: %s",
+			       i, line);
+		EXPECT_FALSE(smr_token_line(tok_s, line, sizeof(line)))
+			TH_LOG("round %d: the reader's connection lingers: %s",
+			       i, line);
 	}
 }
 
