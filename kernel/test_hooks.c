@@ -26,13 +26,21 @@
  * the next shutdown(SHUT_WR) in mode rdma waits the same way, just before
  * it marks the socket shut for writing, so that the peer's EOF (its CDC
  * marks the socket shut for reading) comes in between, as on another CPU;
- * test_shutdown_wr_window_hits counts those windows.
+ * test_shutdown_wr_window_hits counts those windows. It widens the gap a
+ * mark computed outside conn->lock had: the test sees an unlocked mark
+ * only if it is made of bits read before this window.
  *
- * Locking and lifetimes: fault_cdc and the two windows are claimed by
+ * test_tx_shutdown_window_ms (selftests smr_api, shutdown_wr_during_send):
+ * the next send, its bytes copied into the ring but not yet committed,
+ * waits until the socket is shut for writing (at most N ms), as when
+ * another thread's shutdown(SHUT_WR) comes then; the hits count the
+ * windows that saw it (none once shutdown waits for the sender).
+ *
+ * Locking and lifetimes: fault_cdc and the windows are claimed by
  * cmpxchg, so one CDC (or one caller) takes each (fault_answer_old
  * holds while set); the CDC's fields are the caller's
- * (conn->lock held); a caller in a window holds its sock lock, not
- * conn->lock, while it waits.
+ * (conn->lock held); a caller in a window holds no spinlock while it
+ * waits (a reader or sender holds its sock lock, shutdown() that too).
  */
 #include <linux/delay.h>
 #include <linux/moduleparam.h>
@@ -91,12 +99,36 @@ module_param_named(test_shutdown_wr_window_hits,
 MODULE_PARM_DESC(test_shutdown_wr_window_hits,
 		 "test only: test_shutdown_wr_window_ms windows that ended with the peer's EOF in");
 
+static unsigned int smr_test_tx_window_ms;
+module_param_named(test_tx_shutdown_window_ms, smr_test_tx_window_ms, uint,
+		   0644);
+MODULE_PARM_DESC(test_tx_shutdown_window_ms,
+		 "test only: the next send waits up to N ms, its bytes copied but not committed, for a shutdown(SHUT_WR)");
+
+static atomic_t smr_test_tx_window_hits = ATOMIC_INIT(0);
+module_param_named(test_tx_shutdown_window_hits,
+		   smr_test_tx_window_hits.counter, int, 0444);
+MODULE_PARM_DESC(test_tx_shutdown_window_hits,
+		 "test only: test_tx_shutdown_window_ms windows that ended with the socket shut for writing");
+
+/* What a window waits for. */
+static bool smr_test_peer_eof_in(struct smr_conn *conn)
+{
+	return READ_ONCE(conn->rx_flags) & SMR_CDC_F_DONE_WRITING;
+}
+
+static bool smr_test_shut_for_writing(struct smr_conn *conn)
+{
+	return READ_ONCE(smr_of_conn(conn)->sk.sk_shutdown) & SEND_SHUTDOWN;
+}
+
 /*
- * Take the window @ms_param arms, if armed: wait until the peer's EOF is in
+ * Take the window @ms_param arms, if armed: wait until @came holds
  * (counted in @hits) or the time is up. Process context, no spinlock held.
  */
-static void smr_test_eof_window(struct smr_conn *conn,
-				unsigned int *ms_param, atomic_t *hits)
+static void smr_test_window(struct smr_conn *conn, unsigned int *ms_param,
+			    atomic_t *hits,
+			    bool (*came)(struct smr_conn *conn))
 {
 	unsigned int ms = READ_ONCE(*ms_param);
 	unsigned long until;
@@ -106,7 +138,7 @@ static void smr_test_eof_window(struct smr_conn *conn,
 		return;
 	until = jiffies + msecs_to_jiffies(ms);
 	while (time_before(jiffies, until)) {
-		if (READ_ONCE(conn->rx_flags) & SMR_CDC_F_DONE_WRITING) {
+		if (came(conn)) {
 			atomic_inc(hits);
 			return;
 		}
@@ -117,15 +149,22 @@ static void smr_test_eof_window(struct smr_conn *conn,
 /* See test_rx_eof_window_ms above. */
 void smr_test_rx_window(struct smr_conn *conn)
 {
-	smr_test_eof_window(conn, &smr_test_rx_window_ms,
-			    &smr_test_rx_window_hits);
+	smr_test_window(conn, &smr_test_rx_window_ms, &smr_test_rx_window_hits,
+			smr_test_peer_eof_in);
 }
 
 /* See test_shutdown_wr_window_ms above. */
 void smr_test_shutdown_window(struct smr_conn *conn)
 {
-	smr_test_eof_window(conn, &smr_test_shutdown_window_ms,
-			    &smr_test_shutdown_window_hits);
+	smr_test_window(conn, &smr_test_shutdown_window_ms,
+			&smr_test_shutdown_window_hits, smr_test_peer_eof_in);
+}
+
+/* See test_tx_shutdown_window_ms above. */
+void smr_test_tx_window(struct smr_conn *conn)
+{
+	smr_test_window(conn, &smr_test_tx_window_ms, &smr_test_tx_window_hits,
+			smr_test_shut_for_writing);
 }
 
 /*

@@ -19,6 +19,7 @@ void smr_test_cdc_fault_unsent(int fault);
 bool smr_test_answer_old(void);
 void smr_test_rx_window(struct smr_conn *conn);
 void smr_test_shutdown_window(struct smr_conn *conn);
+void smr_test_tx_window(struct smr_conn *conn);
 #else
 /* The rule of protocol.rst a data CDC about to be posted breaks: none. */
 static inline int smr_test_cdc_fault(struct smr_conn *conn,
@@ -41,6 +42,9 @@ static inline void smr_test_rx_window(struct smr_conn *conn) { }
 
 /* shutdown(SHUT_WR) waits here for the peer's EOF: never. */
 static inline void smr_test_shutdown_window(struct smr_conn *conn) { }
+
+/* A sender with uncommitted bytes waits here for a shutdown: never. */
+static inline void smr_test_tx_window(struct smr_conn *conn) { }
 #endif
 
 #endif /* _SMR_TEST_HOOKS_H */

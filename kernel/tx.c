@@ -571,6 +571,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		err = smr_tx_copy_in(sndbuf, prod, msg, n);
 		if (err)
 			break;
+		smr_test_tx_window(conn);
 
 		/* and push (MSG_MORE / cork: held unless full), one lock */
 		spin_lock_bh(&conn->lock);

@@ -1868,11 +1868,11 @@ TEST_F(smr_api, recv_peek_waits_asleep)
 	for (round = 0; round < 2; round++) {
 		int flags = MSG_PEEK | (round ? 0 : MSG_WAITALL);
 
+		SEND_ARRIVE(cli, srv, "half", 4);
 		/* the second round waits for its low-water mark instead */
 		if (round)
 			ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVLOWAT,
 						&lowat, sizeof(lowat)));
-		SEND_ARRIVE(cli, srv, "half", 4);
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
@@ -1887,6 +1887,8 @@ TEST_F(smr_api, recv_peek_waits_asleep)
 		wall = smr_now_ms() - start;
 		EXPECT_EQ(0, wait_child(pid));
 		EXPECT_STREQ("halfrest", buf);
+		/* it did wait for the rest (a late start would prove nothing) */
+		EXPECT_LE(PEEK_WAIT_MS / 2, wall);
 		/* asleep: a quarter of the wait is far more than it needs */
 		EXPECT_GT(wall, cpu * 4)
 			TH_LOG("round %d: %lld ms of CPU in a %lld ms wait",
@@ -1896,6 +1898,93 @@ TEST_F(smr_api, recv_peek_waits_asleep)
 		EXPECT_EQ(8, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
 		EXPECT_STREQ("halfrest", buf);
 	}
+}
+
+struct peek_racer {
+	int fd;
+	pid_t tid;
+	char buf[16];
+	ssize_t got;
+};
+
+static void *peek_all(void *arg)
+{
+	struct peek_racer *p = arg;
+
+	p->tid = gettid();
+	p->got = recv(p->fd, p->buf, sizeof(p->buf), MSG_PEEK | MSG_WAITALL);
+	return NULL;
+}
+
+/* Thread @tid of this process is asleep (state S) within @timeout_ms. */
+static bool thread_asleep(pid_t tid, int timeout_ms)
+{
+	long long deadline = smr_now_ms() + timeout_ms;
+	char path[64], stat[256], *state;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	do {
+		FILE *f = fopen(path, "r");
+
+		if (f && fgets(stat, sizeof(stat), f)) {
+			state = strrchr(stat, ')');
+			if (state && state[1] == ' ' && state[2] == 'S') {
+				fclose(f);
+				return true;
+			}
+		}
+		if (f)
+			fclose(f);
+		usleep(2000);
+	} while (smr_now_ms() < deadline);
+	return false;
+}
+
+#define PEEK_RACE_FILL	(256 * 1024)	/* past every ring the pair has */
+
+/*
+ * A peek waiting for more (MSG_WAITALL) while another thread reads what it
+ * peeked: an application bug TCP survives, and so must we. The peek
+ * returns the bytes it peeked, then bytes the peer sent (which ones is
+ * the race's: TCP may repeat some), never bytes the peer did not send.
+ * Before the fix the peek went on at its old distance from the consumer,
+ * past what the peer had written, and returned what the ring held there
+ * from before (here '#', written all round it first), or read past it.
+ */
+TEST_F(smr_api, recv_peek_races_reader)
+{
+	static const char stream[] = "abcdefghijklmnop";
+	static char fill[PEEK_RACE_FILL];
+	struct peek_racer p = { 0 };
+	pthread_t th;
+	char buf[8];
+	int cli, srv, i;
+
+	PAIR(&cli, &srv);
+	memset(fill, '#', sizeof(fill));
+	CARRY(cli, srv, fill, fill, sizeof(fill));
+	SEND_ARRIVE(cli, srv, stream, 4);
+	p.fd = srv;
+	ASSERT_EQ(0, pthread_create(&th, NULL, peek_all, &p));
+	/* it peeked "abcd" and sleeps for the rest */
+	while (!__atomic_load_n(&p.tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	EXPECT_TRUE(thread_asleep(p.tid, SOON_MS));
+	/* another reader takes them, then two more bytes come */
+	EXPECT_EQ(4, xrecv(srv, buf, 4, MSG_DONTWAIT));
+	ASSERT_EQ(2, xsend(cli, stream + 4, 2, 0));
+	usleep(100 * 1000);
+	ASSERT_EQ(10, xsend(cli, stream + 6, 10, 0));
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_LE(4, p.got);
+	ASSERT_GE(16, p.got);
+	EXPECT_EQ(0, memcmp(p.buf, "abcd", 4));
+	for (i = 4; i < p.got && p.buf[i] >= 'e' && p.buf[i] <= 'p'; i++)
+		;
+	EXPECT_EQ(p.got, i)
+		TH_LOG("peeked %zd: \"%.*s\": byte %d was never sent",
+		       p.got, (int)p.got, p.buf, i);
 }
 
 TEST_F(smr_api, recv_dontwait)
@@ -2309,6 +2398,8 @@ TEST_F(smr_api, rx_eof_after_its_bytes)
 			     strerror(-ret));
 	}
 	pid = fork();
+	if (pid < 0 && self->smr)
+		file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "0");
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		/* once the reader is in its window (TCP: a while) */
@@ -2345,7 +2436,9 @@ TEST_F(smr_api, rx_eof_after_its_bytes)
  * shutdown(SHUT_WR) until the peer's EOF is in, just before it marks the
  * socket. Before the fix its mark rewrote the shutdown bits it had read
  * before the window: the EOF was lost (no EPOLLRDHUP, reads said EAGAIN).
- * TCP runs the same steps, without the window.
+ * (A mark made of bits read after the window would race unseen here: the
+ * locking is what rules it out.) TCP runs the same steps, without the
+ * window.
  */
 TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
 {
@@ -2363,6 +2456,8 @@ TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
 			     strerror(-ret));
 	}
 	pid = fork();
+	if (pid < 0 && self->smr)
+		file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "0");
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		/* once the other end's shutdown is in its window (TCP: a while) */
@@ -2390,6 +2485,67 @@ TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
 	ASSERT_MASK(M_RDHUP | M_OUT | EPOLLHUP,
 		    mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS));
 	EXPECT_EQ(0, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+}
+
+/*
+ * Another thread shuts down writing while a send has copied its bytes into
+ * the ring but not yet committed them: those bytes go before the EOF (or
+ * the send fails), never after it, where the peer takes them for a broken
+ * stream and resets. The test module's test_tx_shutdown_window_ms holds
+ * the next send there until the socket is shut for writing (at most
+ * 3 s). Before the fix shutdown() did not wait for the sender: the window
+ * saw it, the EOF went first and the peer reset the connection. TCP runs
+ * the same steps, without the window.
+ */
+#define TX_SHUT_LEN	4096
+
+TEST_F(smr_api, shutdown_wr_during_send)
+{
+	static char out[TX_SHUT_LEN], in[TX_SHUT_LEN + 1];
+	long hits = 0;
+	int cli, srv, ret, n;
+	pid_t pid;
+
+	for (n = 0; n < TX_SHUT_LEN; n++)
+		out[n] = (char)(n * 5 + 3);
+	PAIR(&cli, &srv);
+	if (self->smr) {
+		hits = smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_hits");
+		ret = file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "3000");
+		if (ret)
+			SKIP(return, "no test_tx_shutdown_window_ms (not the test module): %s",
+			     strerror(-ret));
+	}
+	pid = fork();
+	if (pid < 0 && self->smr)
+		file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "0");
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(send(cli, out, TX_SHUT_LEN, 0) == TX_SHUT_LEN ? 0 : 1);
+	/* once the send is in its window (TCP: a while) */
+	for (n = 0; self->smr && n < 10000; n++) {
+		if (!smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_ms"))
+			break;
+		usleep(1000);
+	}
+	if (!self->smr)
+		usleep(200 * 1000);
+	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
+	EXPECT_EQ(0, wait_child(pid));
+	if (self->smr) {
+		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_ms"));
+		/* shutdown waited for the sender: its window never saw it */
+		EXPECT_EQ(hits,
+			  smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_hits"));
+		file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "0");
+	}
+	EXPECT_EQ(TX_SHUT_LEN, recv_upto(srv, in, sizeof(in), SOON_MS));
+	EXPECT_EQ(0, memcmp(in, out, TX_SHUT_LEN));
+	EXPECT_EQ(0, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_ERROR, &ret));
+	EXPECT_EQ(0, ret);
+	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &ret));
+	EXPECT_EQ(0, ret);
 }
 
 TEST_F(smr_api, shutdown_rd)
@@ -3907,6 +4063,58 @@ TEST_F(smr_api, close_while_peer_writes)
 		EXPECT_FALSE(smr_token_line(tok_s, line, sizeof(line)))
 			TH_LOG("round %d: the reader's connection lingers: %s",
 			       i, line);
+	}
+}
+
+/*
+ * The writer closes with bytes still in its ring (the reader's RMB is
+ * full), then the reader closes without reading them all: the reader
+ * resets, and the writer, closed already, owes its final CDC for that
+ * reset. Both connections go at once (TCP: the reader's RST ends both).
+ * Before the fix the writer never sent that final: both ends stayed
+ * listed, rings charged, until the orphan timeout (60 s).
+ */
+TEST_F(smr_api, close_unread_after_writer_closed)
+{
+	static char buf[65536];
+	char line[512];
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		uint64_t tok_c = 0, tok_s = 0;
+		long long deadline;
+		struct smr_info ci;
+		socklen_t len;
+		int cli, srv;
+
+		PAIR(&cli, &srv);
+		if (self->smr) {
+			len = sizeof(ci);
+			ASSERT_EQ(0, smr_info_get(cli, &ci, &len));
+			ASSERT_EQ(SMR_MODE_RDMA, ci.mode);
+			tok_c = ci.local_token;
+			tok_s = ci.peer_token;
+		}
+		ASSERT_LT(0, fill_until_blocked(cli, round + 11));
+		close(cli);
+		usleep(50 * 1000);
+		/* round 1 reads some first: its cursor has moved */
+		if (round)
+			EXPECT_LT(0, xrecv(srv, buf, sizeof(buf), MSG_DONTWAIT));
+		usleep(50 * 1000);
+		close(srv);
+		if (!self->smr)
+			continue;
+		deadline = smr_now_ms() + SOON_MS;
+		while ((smr_token_listed(tok_c) || smr_token_listed(tok_s)) &&
+		       smr_now_ms() < deadline)
+			usleep(20000);
+		EXPECT_FALSE(smr_token_line(tok_c, line, sizeof(line)))
+			TH_LOG("round %d: the writer's connection lingers: %s",
+			       round, line);
+		EXPECT_FALSE(smr_token_line(tok_s, line, sizeof(line)))
+			TH_LOG("round %d: the reader's connection lingers: %s",
+			       round, line);
 	}
 }
 
