@@ -429,6 +429,12 @@ bool smr_close_peer_flags_locked(struct smr_sock *smr, u8 flags, u64 prod,
 				       SMR_ABORT_PEER);
 		*wake |= SMR_CLOSE_RESET_WAKE;
 		smr_stat_inc(sock_net(sk), SMR_STAT_CONN_ABORT_PEER);
+		/*
+		 * Our final, if the application closed: it waited behind
+		 * bytes the peer will never take, and nothing else would
+		 * push it now.
+		 */
+		push = true;
 	} else if (flags & SMR_CDC_F_CLOSED &&
 		   conn->tx_sent != conn->tx_prod) {
 		smr_close_reset_locked(smr, EPIPE, SMR_ABORT_PEER);

@@ -43,6 +43,10 @@ static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 	u64 mark = conn->rx_urg ? conn->rx_urg - 1 : 0;
 
 	lockdep_assert_held(&conn->lock);
+	*at_mark = false;
+	/* never past what the peer wrote (smr_rx_read_pos() keeps pos in) */
+	if (pos > conn->rx_prod || pos < conn->rx_cons)
+		return 0;
 	*at_mark = conn->rx_urg && mark == pos;
 	if (conn->rx_urg && mark > pos && mark - pos < avail)
 		avail = mark - pos;
@@ -176,12 +180,35 @@ static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
 	return 1;
 }
 
+/*
+ * Where a read continues: at rx_cons, or a peek past what it peeked
+ * (@peek_pos; 0: from rx_cons). While a peek sleeps another
+ * reader may consume: past the peeked bytes, the peek starts again at
+ * rx_cons if it has nothing yet, else it ends (-EAGAIN) with what it has;
+ * a position behind rx_cons or ahead of rx_prod would read bytes the peer
+ * never wrote, and past the ring. Caller holds conn->lock.
+ */
+static int smr_rx_read_pos(struct smr_conn *conn, int flags, u64 *peek_pos,
+			   size_t copied, u64 *pos)
+{
+	lockdep_assert_held(&conn->lock);
+	*pos = conn->rx_cons;
+	if (!(flags & MSG_PEEK))
+		return 0;
+	if (*peek_pos && *peek_pos >= conn->rx_cons)
+		*pos = *peek_pos;
+	else if (*peek_pos && copied)
+		return -EAGAIN;
+	*peek_pos = *pos;
+	return 0;
+}
+
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
-	u64 peek = 0;
+	u64 peek_pos = 0;
 	size_t copied = 0;
 	long timeo;
 	int target, err = 0;
@@ -199,7 +226,10 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		u32 n;
 
 		spin_lock_bh(&conn->lock);
-		pos = conn->rx_cons + peek;
+		if (smr_rx_read_pos(conn, flags, &peek_pos, copied, &pos)) {
+			spin_unlock_bh(&conn->lock);
+			break;
+		}
 		avail = conn->rmb ? smr_rx_avail(conn, pos, &at_mark) : 0;
 		if (avail && at_mark && !sock_flag(sk, SOCK_URGINLINE)) {
 			/* TCP stops at the mark, then skips the urgent byte */
@@ -208,7 +238,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 				break;
 			}
 			if (flags & MSG_PEEK)
-				peek++;
+				peek_pos++;
 			else
 				conn->rx_cons++;
 			spin_unlock_bh(&conn->lock);
@@ -231,7 +261,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			}
 			copied += n;
 			if (flags & MSG_PEEK)
-				peek += n;
+				peek_pos += n;
 			else if (smr_rx_consumed(smr, n))
 				push = true;
 			continue;
@@ -247,7 +277,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			push = false;
 		}
 		smr_wait_event(sk, &timeo,
-			       smr_rx_readable(smr, conn->rx_cons + peek));
+			       smr_rx_readable(smr, flags & MSG_PEEK ? peek_pos :
+					       READ_ONCE(conn->rx_cons)));
 	} while (copied < len);
 	release_sock(sk);
 	if (push)

@@ -381,7 +381,9 @@ static int smr_rdma_ioctl(struct smr_sock *smr, unsigned int cmd,
 /*
  * The inner TCP connection shuts down alongside (its FIN carries no data:
  * EOF itself travels in the CDC), so its state and TCP's answer (EINVAL,
- * ENOTCONN once closed) are TCP's own.
+ * ENOTCONN once closed) are TCP's own. Shutting down writing takes the
+ * sock lock, as TCP's does: a send that copied its bytes but did not
+ * commit them yet holds it, and they go before the EOF, never after.
  */
 static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 {
@@ -394,8 +396,10 @@ static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 	if (how & RCV_SHUTDOWN)
 		smr_close_shutdown_rd(smr);
 	if (how & SEND_SHUTDOWN) {
+		lock_sock(&smr->sk);
 		smr_test_shutdown_window(&smr->conn);
 		smr_close_shutdown_wr(smr);
+		release_sock(&smr->sk);
 		smr_tx_push(smr);
 	}
 	smr_conn_wake(smr, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
