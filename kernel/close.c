@@ -434,7 +434,7 @@ bool smr_close_peer_flags_locked(struct smr_sock *smr, u8 flags, u64 prod,
 		 * bytes the peer will never take, and nothing else would
 		 * push it now.
 		 */
-		push = true;
+		push = smr_conn_app_closed(conn);
 	} else if (flags & SMR_CDC_F_CLOSED &&
 		   conn->tx_sent != conn->tx_prod) {
 		smr_close_reset_locked(smr, EPIPE, SMR_ABORT_PEER);

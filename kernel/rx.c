@@ -10,9 +10,10 @@
  * message per read, and none the peer has no use for.
  *
  * TCP's receive semantics are kept: SO_RCVLOWAT and MSG_WAITALL targets,
- * MSG_PEEK, MSG_TRUNC (discard), EOF after the peer's last byte, reads
- * stopping at the urgent mark, the urgent byte out of band unless
- * SO_OOBINLINE, and TCP's errors and poll bits.
+ * MSG_PEEK (one that another reader overtakes returns what it has: TCP
+ * goes on from the new place), MSG_TRUNC (discard), EOF after the peer's
+ * last byte, reads stopping at the urgent mark, the urgent byte out of
+ * band unless SO_OOBINLINE, and TCP's errors and poll bits.
  *
  * Locking and lifetimes
  * ---------------------
@@ -43,10 +44,6 @@ static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 	u64 mark = conn->rx_urg ? conn->rx_urg - 1 : 0;
 
 	lockdep_assert_held(&conn->lock);
-	*at_mark = false;
-	/* never past what the peer wrote (smr_rx_read_pos() keeps pos in) */
-	if (pos > conn->rx_prod || pos < conn->rx_cons)
-		return 0;
 	*at_mark = conn->rx_urg && mark == pos;
 	if (conn->rx_urg && mark > pos && mark - pos < avail)
 		avail = mark - pos;
@@ -182,24 +179,29 @@ static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
 
 /*
  * Where a read continues: at rx_cons, or a peek past what it peeked
- * (@peek_pos; 0: from rx_cons). While a peek sleeps another
- * reader may consume: past the peeked bytes, the peek starts again at
- * rx_cons if it has nothing yet, else it ends (-EAGAIN) with what it has;
- * a position behind rx_cons or ahead of rx_prod would read bytes the peer
- * never wrote, and past the ring. Caller holds conn->lock.
+ * (@peek_pos; 0 before its first look, or while it is still at byte 0:
+ * both start at rx_cons). While a peek sleeps another reader may consume:
+ * past the peeked bytes, the peek starts again at rx_cons if it has
+ * nothing yet, else it ends (-EAGAIN) with what it has (TCP goes on from
+ * the new place). A position behind rx_cons or ahead of rx_prod would
+ * read bytes the peer never wrote, and past the ring. Caller holds
+ * conn->lock.
  */
 static int smr_rx_read_pos(struct smr_conn *conn, int flags, u64 *peek_pos,
 			   size_t copied, u64 *pos)
 {
 	lockdep_assert_held(&conn->lock);
 	*pos = conn->rx_cons;
-	if (!(flags & MSG_PEEK))
-		return 0;
-	if (*peek_pos && *peek_pos >= conn->rx_cons)
-		*pos = *peek_pos;
-	else if (*peek_pos && copied)
-		return -EAGAIN;
-	*peek_pos = *pos;
+	if (flags & MSG_PEEK) {
+		if (*peek_pos && *peek_pos >= conn->rx_cons)
+			*pos = *peek_pos;
+		else if (*peek_pos && copied)
+			return -EAGAIN;
+		*peek_pos = *pos;
+	}
+	/* broken accounting: never read where the peer did not write */
+	if (WARN_ON_ONCE(*pos > conn->rx_prod))
+		return -EIO;
 	return 0;
 }
 
@@ -226,8 +228,11 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		u32 n;
 
 		spin_lock_bh(&conn->lock);
-		if (smr_rx_read_pos(conn, flags, &peek_pos, copied, &pos)) {
+		err = smr_rx_read_pos(conn, flags, &peek_pos, copied, &pos);
+		if (err) {
 			spin_unlock_bh(&conn->lock);
+			if (err == -EAGAIN)
+				err = 0;	/* ends with what it copied */
 			break;
 		}
 		avail = conn->rmb ? smr_rx_avail(conn, pos, &at_mark) : 0;
