@@ -2381,42 +2381,97 @@ TEST_F(smr_api, shutdown_wr)
  * read EOF with none of the client's 64 KiB (negotiation,
  * flood_listener_share). TCP runs the same steps, without the window.
  */
-#define RX_EOF_PARAMS	"/sys/module/smr/parameters"
 #define RX_EOF_LEN	8192	/* below the smallest RMB: DONE needs no room */
 
+/*
+ * The test module's windows (test_hooks.c): WINDOW_ms arms the next
+ * caller's and reads 0 once one took it; WINDOW_hits counts the windows
+ * that saw what they wait for.
+ */
+#define SMR_PARAMS	"/sys/module/smr/parameters"
+
 static int file_put(const char *dir, const char *name, const char *val);
+
+static long window_read(const char *window, const char *what)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), SMR_PARAMS "/%s_%s", window, what);
+	return smr_read_number(path);
+}
+
+static int window_set(const char *window, const char *ms)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s_ms", window);
+	return file_put(SMR_PARAMS, name, ms);
+}
+
+/*
+ * Arm @window for @ms if @smr (TCP has none; its hits so far in @hits),
+ * then fork. Returns the child's pid (0 in the child), or -1: the case is
+ * skipped (not the test module) or failed.
+ */
+static pid_t window_fork(META, bool smr, const char *window, const char *ms,
+			 long *hits)
+{
+	pid_t pid;
+	int ret;
+
+	if (smr) {
+		*hits = window_read(window, "hits");
+		ret = window_set(window, ms);
+		if (ret)
+			SKIP(return -1, "no %s_ms (not the test module): %s",
+			     window, strerror(-ret));
+	}
+	pid = fork();
+	if (pid < 0 && smr)
+		window_set(window, "0");
+	EXPECT_LE(0, pid);
+	return pid;
+}
+
+/* Until a caller took @window (at most 10 s); TCP (!@smr): a while. */
+static void window_wait_taken(bool smr, const char *window)
+{
+	int n;
+
+	if (!smr)
+		usleep(200 * 1000);
+	for (n = 0; smr && n < 10000 && window_read(window, "ms"); n++)
+		usleep(1000);
+}
+
+/* @window was taken and counted @delta hits since @hits; disarm it. */
+static void window_check(META, const char *window, long hits, long delta)
+{
+	EXPECT_EQ(0, window_read(window, "ms")) TH_LOG("%s not taken", window);
+	EXPECT_EQ(hits + delta, window_read(window, "hits"))
+		TH_LOG("%s hits", window);
+	window_set(window, "0");
+}
+
+#define RX_EOF_WINDOW	"test_rx_eof_window"
 
 TEST_F(smr_api, rx_eof_after_its_bytes)
 {
 	static char out[RX_EOF_LEN], in[RX_EOF_LEN + 1];
 	long hits = 0;
-	int cli, srv, ret;
+	int cli, srv;
 	pid_t pid;
 	ssize_t n;
 
 	for (n = 0; n < RX_EOF_LEN; n++)
 		out[n] = (char)(n * 7 + 1);
 	PAIR(&cli, &srv);
-	if (self->smr) {
-		hits = smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_hits");
-		ret = file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "10000");
-		if (ret)
-			SKIP(return, "no test_rx_eof_window_ms (not the test module): %s",
-			     strerror(-ret));
-	}
-	pid = fork();
-	if (pid < 0 && self->smr)
-		file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "0");
-	ASSERT_LE(0, pid);
+	pid = window_fork(_metadata, self->smr, RX_EOF_WINDOW, "10000", &hits);
+	if (pid < 0)
+		return;
 	if (pid == 0) {
 		/* once the reader is in its window (TCP: a while) */
-		for (n = 0; self->smr && n < 10000; n++) {
-			if (!smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_ms"))
-				break;
-			usleep(1000);
-		}
-		if (!self->smr)
-			usleep(200 * 1000);
+		window_wait_taken(self->smr, RX_EOF_WINDOW);
 		if (send(cli, out, RX_EOF_LEN, 0) != RX_EOF_LEN)
 			_exit(1);
 		_exit(shutdown(cli, SHUT_WR) ? 2 : 0);
@@ -2424,13 +2479,9 @@ TEST_F(smr_api, rx_eof_after_its_bytes)
 	/* nothing yet: EAGAIN, never EOF (the window ends with the EOF in) */
 	EXPECT_EQ(-EAGAIN, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
 	EXPECT_EQ(0, wait_child(pid));
-	if (self->smr) {
-		/* that reader took the window, and the EOF came in it */
-		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_ms"));
-		EXPECT_EQ(hits + 1,
-			  smr_read_number(RX_EOF_PARAMS "/test_rx_eof_window_hits"));
-		file_put(RX_EOF_PARAMS, "test_rx_eof_window_ms", "0");
-	}
+	/* that reader took the window, and the EOF came in it */
+	if (self->smr)
+		window_check(_metadata, RX_EOF_WINDOW, hits, 1);
 	EXPECT_EQ(RX_EOF_LEN, recv_upto(srv, in, sizeof(in), SOON_MS));
 	EXPECT_EQ(0, memcmp(in, out, RX_EOF_LEN));
 	EXPECT_EQ(0, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
@@ -2447,44 +2498,28 @@ TEST_F(smr_api, rx_eof_after_its_bytes)
  * locking is what rules it out.) TCP runs the same steps, without the
  * window.
  */
+#define SHUT_WR_WINDOW	"test_shutdown_wr_window"
+
 TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
 {
 	long hits = 0;
-	int cli, srv, ret, n;
+	int cli, srv;
 	char buf[8];
 	pid_t pid;
 
 	PAIR(&cli, &srv);
-	if (self->smr) {
-		hits = smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_hits");
-		ret = file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "10000");
-		if (ret)
-			SKIP(return, "no test_shutdown_wr_window_ms (not the test module): %s",
-			     strerror(-ret));
-	}
-	pid = fork();
-	if (pid < 0 && self->smr)
-		file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "0");
-	ASSERT_LE(0, pid);
+	pid = window_fork(_metadata, self->smr, SHUT_WR_WINDOW, "10000", &hits);
+	if (pid < 0)
+		return;
 	if (pid == 0) {
 		/* once the other end's shutdown is in its window (TCP: a while) */
-		for (n = 0; self->smr && n < 10000; n++) {
-			if (!smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_ms"))
-				break;
-			usleep(1000);
-		}
-		if (!self->smr)
-			usleep(200 * 1000);
+		window_wait_taken(self->smr, SHUT_WR_WINDOW);
 		_exit(shutdown(srv, SHUT_WR) ? 1 : 0);
 	}
 	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
 	EXPECT_EQ(0, wait_child(pid));
-	if (self->smr) {
-		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_ms"));
-		EXPECT_EQ(hits + 1,
-			  smr_read_number(RX_EOF_PARAMS "/test_shutdown_wr_window_hits"));
-		file_put(RX_EOF_PARAMS, "test_shutdown_wr_window_ms", "0");
-	}
+	if (self->smr)
+		window_check(_metadata, SHUT_WR_WINDOW, hits, 1);
 	/* both ends shut both ways: EOF and hang-up on each */
 	ASSERT_MASK(M_RDHUP | M_OUT | EPOLLHUP,
 		    mask_wait(_metadata, cli, EPOLLRDHUP, SOON_MS));
@@ -2505,6 +2540,7 @@ TEST_F(smr_api, shutdown_wr_keeps_peer_eof)
  * the same steps, without the window.
  */
 #define TX_SHUT_LEN	4096
+#define TX_SHUT_WINDOW	"test_tx_shutdown_window"
 
 TEST_F(smr_api, shutdown_wr_during_send)
 {
@@ -2516,39 +2552,25 @@ TEST_F(smr_api, shutdown_wr_during_send)
 	for (n = 0; n < TX_SHUT_LEN; n++)
 		out[n] = (char)(n * 5 + 3);
 	PAIR(&cli, &srv);
-	if (self->smr) {
-		hits = smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_hits");
-		ret = file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "3000");
-		if (ret)
-			SKIP(return, "no test_tx_shutdown_window_ms (not the test module): %s",
-			     strerror(-ret));
-	}
-	pid = fork();
-	if (pid < 0 && self->smr)
-		file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "0");
-	ASSERT_LE(0, pid);
+	pid = window_fork(_metadata, self->smr, TX_SHUT_WINDOW, "3000", &hits);
+	if (pid < 0)
+		return;
 	if (pid == 0)
 		_exit(send(cli, out, TX_SHUT_LEN, MSG_NOSIGNAL) == TX_SHUT_LEN ?
 		      0 : 1);
 	/* once the send is in its window (TCP: once its bytes arrived) */
-	for (n = 0; n < 10000; n++) {
-		if (self->smr &&
-		    !smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_ms"))
-			break;
-		if (!self->smr && !ioctl(srv, SIOCINQ, &ret) &&
-		    ret == TX_SHUT_LEN)
+	if (self->smr)
+		window_wait_taken(true, TX_SHUT_WINDOW);
+	for (n = 0; !self->smr && n < 10000; n++) {
+		if (!ioctl(srv, SIOCINQ, &ret) && ret == TX_SHUT_LEN)
 			break;
 		usleep(1000);
 	}
 	EXPECT_EQ(0, xshutdown(cli, SHUT_WR));
 	EXPECT_EQ(0, wait_child(pid));
-	if (self->smr) {
-		EXPECT_EQ(0, smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_ms"));
-		/* shutdown waited for the sender: its window never saw it */
-		EXPECT_EQ(hits,
-			  smr_read_number(RX_EOF_PARAMS "/test_tx_shutdown_window_hits"));
-		file_put(RX_EOF_PARAMS, "test_tx_shutdown_window_ms", "0");
-	}
+	/* shutdown waited for the sender: its window never saw it */
+	if (self->smr)
+		window_check(_metadata, TX_SHUT_WINDOW, hits, 0);
 	EXPECT_EQ(TX_SHUT_LEN, recv_upto(srv, in, sizeof(in), SOON_MS));
 	EXPECT_EQ(0, memcmp(in, out, TX_SHUT_LEN));
 	EXPECT_EQ(0, xrecv(srv, in, sizeof(in), MSG_DONTWAIT));
@@ -4003,6 +4025,27 @@ out:
 }
 
 /*
+ * Both ends of a connection, the writer's token @writer and the reader's
+ * @reader, leave /proc/net/smr/conns within 10 s (round @round).
+ */
+static void expect_conns_gone(META, uint64_t writer, uint64_t reader,
+			      int round)
+{
+	long long deadline = smr_now_ms() + 10000;
+	char line[512];
+
+	while ((smr_token_listed(writer) || smr_token_listed(reader)) &&
+	       smr_now_ms() < deadline)
+		usleep(20000);
+	EXPECT_FALSE(smr_token_line(writer, line, sizeof(line)))
+		TH_LOG("round %d: the writer's connection lingers: %s", round,
+		       line);
+	EXPECT_FALSE(smr_token_line(reader, line, sizeof(line)))
+		TH_LOG("round %d: the reader's connection lingers: %s", round,
+		       line);
+}
+
+/*
  * The reader closes while the writer still has bytes for it, in every
  * order the race allows: unread bytes at close, bytes arriving after the
  * close, bytes still in the writer's ring when the reader's last message
@@ -4013,7 +4056,6 @@ out:
 TEST_F(smr_api, close_while_peer_writes)
 {
 	static char buf[65536];
-	char line[512];
 	int i;
 
 	for (i = 0; i < 16; i++) {
@@ -4063,16 +4105,7 @@ TEST_F(smr_api, close_while_peer_writes)
 		}
 		if (!self->smr)
 			continue;
-		deadline = smr_now_ms() + 10000;
-		while ((smr_token_listed(tok_c) || smr_token_listed(tok_s)) &&
-		       smr_now_ms() < deadline)
-			usleep(20000);
-		EXPECT_FALSE(smr_token_line(tok_c, line, sizeof(line)))
-			TH_LOG("round %d: the writer's connection lingers: %s",
-			       i, line);
-		EXPECT_FALSE(smr_token_line(tok_s, line, sizeof(line)))
-			TH_LOG("round %d: the reader's connection lingers: %s",
-			       i, line);
+		expect_conns_gone(_metadata, tok_c, tok_s, i);
 	}
 }
 
@@ -4087,7 +4120,6 @@ TEST_F(smr_api, close_while_peer_writes)
 TEST_F(smr_api, close_unread_after_writer_closed)
 {
 	static char buf[65536];
-	char line[512];
 	int round;
 
 	for (round = 0; round < 2; round++) {
@@ -4130,16 +4162,7 @@ TEST_F(smr_api, close_unread_after_writer_closed)
 		if (!self->smr)
 			continue;
 		/* well inside the orphan timeout (60 s), which must not end them */
-		deadline = smr_now_ms() + 10000;
-		while ((smr_token_listed(tok_c) || smr_token_listed(tok_s)) &&
-		       smr_now_ms() < deadline)
-			usleep(20000);
-		EXPECT_FALSE(smr_token_line(tok_c, line, sizeof(line)))
-			TH_LOG("round %d: the writer's connection lingers: %s",
-			       round, line);
-		EXPECT_FALSE(smr_token_line(tok_s, line, sizeof(line)))
-			TH_LOG("round %d: the reader's connection lingers: %s",
-			       round, line);
+		expect_conns_gone(_metadata, tok_c, tok_s, round);
 		ASSERT_EQ(0, smr_stat_read("orphans_expired", &expired1));
 		EXPECT_EQ(expired0, expired1);
 	}
