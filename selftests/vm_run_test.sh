@@ -198,8 +198,9 @@ done <<'EOF'
 [   12.3] watchdog: BUG: soft lockup - CPU#1 stuck for 61s! [smr_stream:99]
 [   12.3] rcu: INFO: rcu_preempt self-detected stall on CPU
 [   12.3] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+[   12.3] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... } 21003 jiffies s: 113 root: 0x2/.
 EOF
-tap_result "$smr_splats_ok" "the splat regex matches KASAN, UBSAN, lockdep, ODEBUG, list corruption, hung tasks, lockups, RCU stalls"
+tap_result "$smr_splats_ok" "the splat regex matches KASAN, UBSAN, lockdep, ODEBUG, list corruption, hung tasks, lockups, RCU stalls (expedited too)"
 
 # --- kmemleak (no boot): reports of the known leaks of other drivers are
 # dropped, every other one is kept
