@@ -51,6 +51,22 @@ static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 }
 
 /*
+ * SO_RCVLOWAT as far as the ring holds it, for poll() and peeks: a full
+ * ring is readable. A higher mark would never be met while the peer waits
+ * for room (TCP grows its buffer to the mark; the ring keeps the size it
+ * was given). A recv() that consumes makes room as it reads, so it keeps
+ * the whole mark. Caller holds conn->lock or the sock lock (either keeps
+ * the RMB).
+ */
+static int smr_rx_lowat(const struct smr_conn *conn, struct sock *sk,
+			size_t len)
+{
+	int lowat = sock_rcvlowat(sk, 0, len);
+
+	return conn->rmb ? min_t(u32, lowat, conn->rmb->size) : lowat;
+}
+
+/*
  * A reader waiting at byte count @pos (past what it peeked) has something
  * new to look at. Read without conn->lock: a wake-up condition, looked at
  * again under it.
@@ -221,7 +237,12 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 
 	lock_sock(sk);
 	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
-	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+	if (flags & MSG_WAITALL)
+		target = sock_rcvlowat(sk, 1, len);
+	else if (flags & MSG_PEEK)
+		target = smr_rx_lowat(conn, sk, len);
+	else
+		target = sock_rcvlowat(sk, 0, len);
 	do {
 		bool at_mark, eof, failed, ended;
 		u64 pos, avail;
@@ -309,8 +330,9 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 	if (conn->rmb) {
 		u64 avail = smr_rx_avail(conn, conn->rx_cons, &at_mark);
 
-		if (avail >= sock_rcvlowat(sk, 0, INT_MAX) ||
-		    (avail && at_mark))
+		/* as tcp_poll(): the mark counts what is queued, urgent or not */
+		if (conn->rx_prod - conn->rx_cons >=
+		    smr_rx_lowat(conn, sk, INT_MAX) || (avail && at_mark))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		if (conn->rx_urg && !conn->rx_urg_read &&
 		    conn->rx_urg - 1 >= conn->rx_cons)

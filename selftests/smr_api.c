@@ -1994,6 +1994,83 @@ TEST_F(smr_api, recv_peek_races_reader)
 		TH_LOG("peeked %zd: \"%.*s\"", p.got, (int)p.got, p.buf);
 }
 
+/*
+ * A low-water mark above what the receiver can hold: TCP grows its buffer
+ * to the mark, so a full queue is readable; an SMR ring keeps its size,
+ * and a full ring must be readable too, or poll() (and a peek for more
+ * than the ring) waits while the peer waits for room. A recv() that
+ * consumes still waits for the whole mark, as TCP's does.
+ */
+TEST_F(smr_api, rcvlowat_above_ring)
+{
+	struct timeval tv = { .tv_sec = 2 * SOON_MS / 1000 };
+	int cli, srv, lowat = 256 * 1024;
+	long long queued, t0, waited;
+	struct smr_info ci;
+	pid_t writer;
+	struct pollfd p;
+	socklen_t len;
+	char *buf;
+	ssize_t n;
+
+	PAIR(&cli, &srv);
+	if (self->smr) {
+		len = sizeof(ci);
+		ASSERT_EQ(0, smr_info_get(srv, &ci, &len));
+		lowat = 2 * ci.local_rmb_size;
+	}
+	ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVLOWAT, &lowat,
+				sizeof(lowat)));
+	queued = fill_until_blocked(cli, 5);
+	ASSERT_LT(0, queued);
+	p = (struct pollfd){ .fd = srv, .events = POLLIN };
+	EXPECT_EQ(1, poll(&p, 1, SOON_MS))
+		TH_LOG("mark %d, %lld bytes queued: not readable", lowat,
+		       queued);
+	EXPECT_TRUE(p.revents & POLLIN);
+
+	/* a peek for the whole mark returns what the full ring holds */
+	buf = malloc(lowat);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				sizeof(tv)));
+	t0 = smr_now_ms();
+	n = recv(srv, buf, lowat, MSG_PEEK);
+	waited = smr_now_ms() - t0;
+	EXPECT_LT(0, n);
+	EXPECT_GT(SOON_MS, waited)
+		TH_LOG("the peek waited %lld ms for a mark the ring cannot hold",
+		       waited);
+
+	/*
+	 * A recv that consumes keeps the whole mark: its reads make room, and
+	 * the writer (a child: it blocks until they do) sends the rest.
+	 */
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (writer == 0) {
+		char chunk[4096] = { 0 };
+		long long left = lowat;
+
+		while (left > 0) {
+			ssize_t w = send(cli, chunk, sizeof(chunk),
+					 MSG_NOSIGNAL);
+
+			if (w <= 0)
+				_exit(1);
+			left -= w;
+		}
+		_exit(0);
+	}
+	n = recv(srv, buf, lowat, 0);
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	free(buf);
+	EXPECT_EQ(lowat, n)
+		TH_LOG("a recv for the mark (%d) returned %zd: short of it",
+		       lowat, n);
+}
+
 TEST_F(smr_api, recv_dontwait)
 {
 	int cli, srv;
