@@ -170,14 +170,14 @@ MODULE_PARM_DESC(fault_link_post,
 /*
  * test_link_idle_peer: this host takes part in the idle agreement as a
  * misbehaving peer would (enum smr_link_idle_peer: 1 never answers, 2 asks
- * twice, 3 always says no, 4 leaves IDLE_ASK out of its private data), so
- * that the other host's defences can be seen.
+ * twice, 3 always says no, 4 leaves IDLE_ASK out of its private data, 5
+ * gives no credit back), so that the other host's defences can be seen.
  */
 static unsigned int smr_link_test_idle_peer_mode;
 module_param_named(test_link_idle_peer, smr_link_test_idle_peer_mode, uint,
 		   0644);
 MODULE_PARM_DESC(test_link_idle_peer,
-		 "test only: 1 never answer an IDLE, 2 ask twice, 3 always answer no, 4 no IDLE_ASK flag");
+		 "test only: 1 never answer an IDLE, 2 ask twice, 3 always answer no, 4 no IDLE_ASK flag, 5 withhold credits");
 
 enum smr_link_idle_peer smr_link_test_idle_peer(void)
 {
@@ -637,6 +637,19 @@ static bool smr_link_cdc_room_locked(struct smr_link *link,
 }
 
 /*
+ * The owed credits the next message takes back: all it can carry, or none
+ * while the test module plays a peer that keeps them (test_link_idle_peer
+ * 5: still owed, so they go back once it stops). Caller holds link->lock.
+ */
+static u16 smr_link_credits_to_report(const struct smr_link *link)
+{
+	lockdep_assert_held(&link->lock);
+	if (smr_link_test_idle_peer() == SMR_LINK_IDLE_PEER_NO_CREDITS)
+		return 0;
+	return min_t(u32, link->credits_owed, U16_MAX);
+}
+
+/*
  * Post the link message @type from @buf (@dma), completing on @cqe, with
  * the credits owed. The caller checked room and credit. Caller holds
  * link->lock.
@@ -660,7 +673,7 @@ static int smr_link_post_lmsg_locked(struct smr_link *link, u8 type,
 	int err;
 
 	lockdep_assert_held(&link->lock);
-	msg.credits = min_t(u32, link->credits_owed, U16_MAX);
+	msg.credits = smr_link_credits_to_report(link);
 	smr_lmsg_build(&msg, buf);
 	ib_dma_sync_single_for_device(link->ibdev, dma, SMR_LMSG_LEN,
 				      DMA_TO_DEVICE);
@@ -685,7 +698,7 @@ static int smr_link_return_credits_locked(struct smr_link *link)
 
 	lockdep_assert_held(&link->lock);
 	if (link->state != SMR_LINK_ACTIVE || link->credit_msg_posted ||
-	    link->credits_owed < SMR_LINK_CREDIT_BATCH ||
+	    smr_link_credits_to_report(link) < SMR_LINK_CREDIT_BATCH ||
 	    !link->peer_credits || !link->sq_free)
 		return 0;
 	err = smr_link_post_lmsg_locked(link, SMR_LMSG_CREDITS,
@@ -1204,7 +1217,7 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 	slot = list_first_entry(&link->free_slots, struct smr_cdc_slot, node);
 	list_del(&slot->node);
 	link->sq_free -= nr_wr;
-	with_credits.credits = min_t(u32, link->credits_owed, U16_MAX);
+	with_credits.credits = smr_link_credits_to_report(link);
 
 	smr_cdc_build(&with_credits, slot->msg);
 	if (cdc->inline_len)

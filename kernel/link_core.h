@@ -258,6 +258,7 @@ enum smr_link_idle_peer {
 	SMR_LINK_IDLE_PEER_ASKS_TWICE,	/* a second IDLE, deaf to the answer */
 	SMR_LINK_IDLE_PEER_SAYS_NO,	/* answers no, used or not */
 	SMR_LINK_IDLE_PEER_NO_FLAG,	/* leaves IDLE_ASK out: an older module */
+	SMR_LINK_IDLE_PEER_NO_CREDITS,	/* re-posts receives, reports none */
 };
 
 #ifdef SMR_TEST_HOOKS

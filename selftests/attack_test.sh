@@ -5,8 +5,10 @@
 # an unprivileged rdma_cm client flooding the link listener with no, old
 # (version 2) or forged (version 3, random secret) private data while
 # legitimate connections run; the grant round trip of a new link; a link
-# that never carries a connection idling out; link setups that fail on
-# either side (test hooks fault_link_*); a link that goes down between a
+# that never carries a connection idling out; a peer that breaks the idle
+# agreement or keeps its credits (idle_peer, credits_withheld); link
+# setups that fail on either side (test hooks fault_link_*); a link that
+# goes down between a
 # server's lookup and its attach; a peer whose module predates
 # LINK_REQUEST (mixed_version: the test module's fault_answer_old); the
 # link table's shares (link_share: a user's quarter, the peers' half); a

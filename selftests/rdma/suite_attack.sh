@@ -16,6 +16,7 @@ suite_tests=(
 	"grant|a first connection between two hosts with no link: the client asks B to grant the new link's secret over the handshake (B's links_granted +1), the link comes up (links_created +1 both sides) and the connection runs in mode rdma, intact; a second connection reuses the link without a new grant"
 	"idle|links that never carry a connection idle out: B drops RoCE packets for 2 s while A's first connection sets its link up, so the connection falls back to TCP (handshake_timeout_ms 1000 on A) and rdma_cm's retried request brings the link up afterwards, unused on both hosts; with net.smr.link_idle_timeout_ms 2000 both hosts' links are gone within 15 s (both times the bed's time scale on a slow kernel)"
 	"idle_peer|a peer that breaks the idle agreement (B's test module: test_link_idle_peer) cannot keep an unused link on A, nor fail it unseen: one that never answers A's asking fails the link within 10 s of the question (links_failed, said why); one that asks twice fails it at once (said why); one that always says no keeps it at most four of A's handshake timeouts and 10 s (then it goes, links_idle_expired, not a failure); one without the IDLE_ASK flag (an older module) is never asked and the link idles out as before; each time no link is left on either host"
+	"credits_withheld|a peer that re-posts its receives but never gives the credits back (B's test module: test_link_idle_peer 5): A's connection writing 16 MiB in pieces of up to 64 bytes spends A's credits down to the one kept for a credit message, or none (A's links show CREDITS 1 or 0), and its bytes stop, as a zero window stops TCP; A's application is killed with its bytes unsent: A cannot send its final, so net.smr.orphan_timeout_ms (3000) resets the connection and its second period fails the link (or, had the final left with the last credit, the unused link cannot ask whether it may go and fails after the answer deadline): within 30 s no connection and no link is left on either host, A's links_failed +1 and orphans_expired +1, A said why"
 	"setup_fail|a link whose setup fails once its QP and receives exist leaves nothing behind and frees nothing twice (the test module's fault_link_accept on B: the passive accept fails as if rdma_accept() had; fault_link_recv on B, then on A: posting the receives fails halfway): 8 links each way, every connection falls back to TCP intact, the faulted host counts each in links_failed, no link or smr QP is left on either host, and a following connection runs in mode rdma on a new link"
 	"mixed_version|B negotiates as a module that predates LINK_REQUEST (test module's fault_answer_old): its SYN-ACK answer lacks the LINK_REQUEST flag, so A's 8 connections to it fall back to TCP intact, A's reason version_mismatch (A counts each in handshakes_declined), none reset, and A builds no link; then B answers as this module again and a connection runs in mode rdma"
 	"link_share|net.smr.links_max 8 on both hosts. (a) A user's share: uid 65534 on A connects to B from 3 of A's source addresses (192.0.2.31-33), each connection held open: 2 links of its own (a quarter of 8), the third connection gets none and falls back to TCP intact, its SMR_INFO reason link_failure, A's links_user_limit +1, A's links show UID 65534 twice; root's connection from a 4th address then runs in mode rdma, intact, on a new link (A's links_created +1). (b) The peers' share: root on A connects from 5 source addresses (192.0.2.31-35), held: B builds 4 passive links (half of 8), the 5th connection falls back to TCP intact (A's reason peer_declined, peer_reason link_failure), B's links_refused_share +1; then B's own connection to A runs in mode rdma, intact, on a new link of B's"
@@ -266,6 +267,13 @@ links_idle_soon() {
 	[[ $r =~ ^[0-9]+$ ]] || t_fail "B's test_link_idle_rearm: $r"
 }
 
+# links_cleared: earlier cases' links idle out soon and are gone, so the
+# case starts with none.
+links_cleared() {
+	links_idle_soon
+	wait_until 60 links_gone || t_fail "links did not idle out before the case"
+}
+
 # links_reset: no link between the two hosts (both idle out theirs). The
 # re-arm arms every unused link, so this does not show that a link's last
 # user leaving arms its expiry: the rdma suite (links_idle_out) does.
@@ -381,8 +389,7 @@ case_idle_peer() {
 	t_begin idle_peer
 	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
 	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
-	links_idle_soon
-	wait_until 60 links_gone || t_fail "links did not idle out before the case"
+	links_cleared
 
 	# A asks after 1 s, B never answers: A's 10 s deadline
 	snap ip1.pre
@@ -428,6 +435,71 @@ case_idle_peer() {
 	sysctl -qw net.smr.link_idle_timeout_ms="$saved_idle"
 	b_call sysctl net.smr.link_idle_timeout_ms="$saved_idle" >/dev/null
 	t_note "a peer breaking the idle agreement, A's idle timeout 1 s (B's when B asks): never answering, no link left after $t1 s (A's 10 s deadline, links_failed); asking twice, $t2 s (links_failed); always saying no ($(delta ip3.pre ip3.post b links_idle_kept) no's), $t3 s (4 x 1 s handshake timeout + 10 s, links_idle_expired, no failure); without the IDLE_ASK flag, $t4 s (alone, as before)"
+	t_end
+}
+
+# conns_none: no SMR connection on either host.
+conns_none() {
+	[ "$(rdma_conns_count)" = 0 ] && b_conns_none
+}
+
+# a_credits_spent: A's active link to B has no credit left to spare.
+a_credits_spent() {
+	rdma_links | awk 'NR > 1 && $3 == "active" && $8 <= 1 { f = 1 } END { exit !f }'
+}
+
+# credits_withheld_restore SAVED_ORPHAN SAVED_IDLE: B gives credits back
+# again (what it kept is still owed: a link left alive recovers), the
+# sysctls as they were, B's server gone.
+credits_withheld_restore() {
+	fault_on b test_link_idle_peer 0 >/dev/null
+	sysctl -qw net.smr.orphan_timeout_ms="$1"
+	sysctl -qw net.smr.link_idle_timeout_ms="$2"
+	b_call sysctl net.smr.link_idle_timeout_ms="$2" >/dev/null
+	b_call stop cw >/dev/null
+}
+
+case_credits_withheld() {
+	local saved_orphan saved_idle r pid t0 t=timeout links why
+	t_begin credits_withheld
+	saved_orphan=$(sysctl -n net.smr.orphan_timeout_ms)
+	saved_idle=$(sysctl -n net.smr.link_idle_timeout_ms)
+	links_cleared
+	snap cw.pre
+	r=$(fault_on b test_link_idle_peer 5)
+	[ "$r" = 5 ] || t_fail "B's test_link_idle_peer: $r"
+	# the orphan bound is the kernel's, not scaled; links stay while used
+	sysctl -qw net.smr.orphan_timeout_ms=3000
+	if [ "$r" != 5 ] || ! serve cw -p 6194 -n 1 -s 16777216 -M rdma -T 120; then
+		credits_withheld_restore "$saved_orphan" "$saved_idle"
+		t_end
+		return
+	fi
+	client_bg cw -a "$peer" -p 6194 -n 1 -s 16777216 -m 64 -M rdma -T 120
+	pid=$bg_pid
+	wait_until 60 a_credits_spent ||
+		t_fail "A's link kept credits: $(rdma_links | tr '\n' ' ')"
+	links=$(rdma_links | awk 'NR > 1 { printf "%s ", $0 }')
+	ck "A's connection stalled: the client still runs" "$(kill -0 "$pid" 2>/dev/null && echo yes)" eq yes
+	# A's application goes with its bytes unsent (bg_pid is its shell)
+	pkill -KILL -P "$pid" smr_stream 2>/dev/null
+	wait "$pid" 2>/dev/null
+	client_keep cw
+	t0=$SECONDS
+	if wait_bound 30 no_links_a; then
+		t=$((SECONDS - t0))
+	else
+		t_fail "A: a link still there 30 s after the close: $(rdma_links | tr '\n' ' ') conns: $(head -n 3 /proc/net/smr/conns | tr '\n' ' ')"
+	fi
+	wait_until 60 links_gone || t_fail "B: a link still there: $(b_call links | tr '\n' ' ')"
+	wait_until 60 conns_none || t_fail "connections left: A $(rdma_conns_count), B $(b_call conns_count)"
+	snap cw.post
+	credits_withheld_restore "$saved_orphan" "$saved_idle"
+	why=$(rdma_kmsg "smr-test: case $t_id" | grep -o "orphan's final CDC cannot leave\|no credit to ask whether the idle link may go" | head -n 1)
+	ck "A: links_failed" "$(delta cw.pre cw.post a links_failed)" eq 1
+	ck "A: orphans_expired" "$(delta cw.pre cw.post a orphans_expired)" eq 1
+	ck "A said why (the orphan's final, or no credit to ask)" "${why:+yes}" eq yes
+	t_note "B withholding credits: A's link before the kill: $links; the link gone ${t} s after A's application was killed (orphan_timeout_ms 3000, twice): ${why:-no reason logged}"
 	t_end
 }
 
