@@ -172,7 +172,7 @@ static bool smr_cdc_apply_locked(struct smr_sock *smr,
 		smr_stat_inc(sock_net(&smr->sk), SMR_STAT_CDC_INLINE_RECEIVED);
 	}
 	if (c->prod != conn->rx_prod) {
-		conn->rx_prod = c->prod;
+		WRITE_ONCE(conn->rx_prod, c->prod);	/* smr_rx_readable() */
 		*wake |= EPOLLIN | EPOLLRDNORM;
 	}
 	if (c->cons != conn->tx_peer_cons) {

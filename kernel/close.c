@@ -165,7 +165,8 @@ void smr_close_start(struct smr_sock *smr)
 void smr_close_early_abort_locked(struct smr_sock *smr)
 {
 	lockdep_assert_held(&smr->conn.lock);
-	smr->conn.rx_flags |= SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT;
+	WRITE_ONCE(smr->conn.rx_flags,
+		   smr->conn.rx_flags | SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT);
 }
 
 /* Open, on a link, with the peer's RMB known: RDMA may carry the bytes. */
@@ -411,15 +412,16 @@ bool smr_close_peer_flags_locked(struct smr_sock *smr, u8 flags, u64 prod,
 	/* an ABORT is no EOF: TCP's reset reports an error instead */
 	if (flags & (SMR_CDC_F_DONE_WRITING | SMR_CDC_F_CLOSED) &&
 	    !(flags & SMR_CDC_F_ABORT) && !was_done) {
-		conn->rx_flags |= SMR_CDC_F_DONE_WRITING;
+		WRITE_ONCE(conn->rx_flags,
+			   conn->rx_flags | SMR_CDC_F_DONE_WRITING);
 		conn->rx_fin = prod;
 		WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | RCV_SHUTDOWN);
 		*wake |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	}
 	if (flags & (SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT))
-		conn->rx_flags |= SMR_CDC_F_CLOSED;
+		WRITE_ONCE(conn->rx_flags, conn->rx_flags | SMR_CDC_F_CLOSED);
 	if (flags & SMR_CDC_F_ABORT)
-		conn->rx_flags |= SMR_CDC_F_ABORT;
+		WRITE_ONCE(conn->rx_flags, conn->rx_flags | SMR_CDC_F_ABORT);
 
 	if (smr_conn_is_reset(conn))
 		return false;
@@ -478,7 +480,7 @@ bool smr_close_refuses_data_locked(struct smr_sock *smr, u8 flags)
 		break;
 	}
 	if (refuse && flags & (SMR_CDC_F_CLOSED | SMR_CDC_F_ABORT))
-		conn->rx_flags |= SMR_CDC_F_CLOSED;
+		WRITE_ONCE(conn->rx_flags, conn->rx_flags | SMR_CDC_F_CLOSED);
 	return refuse;
 }
 

@@ -193,7 +193,7 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link)
 		goto uncharge;
 	}
 	spin_lock_bh(&conn->lock);
-	conn->rmb = rmb;
+	WRITE_ONCE(conn->rmb, rmb);	/* read unlocked: smr_rx_readable() */
 	conn->sndbuf = sndbuf;
 	conn->user_charged = bytes;
 	conn->charged_uid = uid;
@@ -258,7 +258,7 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	if (unacc_charged)
 		smr_buf_acct_hold(unacc);
 	conn->link = NULL;
-	conn->rmb = NULL;
+	WRITE_ONCE(conn->rmb, NULL);
 	conn->sndbuf = NULL;
 	conn->user_charged = 0;
 	conn->unacc_charged = 0;

@@ -173,13 +173,13 @@ static inline bool smr_conn_fin_owed(const struct smr_conn *conn)
 /* The peer said DONE_WRITING (or closed): EOF after @rx_fin. */
 static inline bool smr_conn_peer_done(const struct smr_conn *conn)
 {
-	return conn->rx_flags & SMR_CDC_F_DONE_WRITING;
+	return READ_ONCE(conn->rx_flags) & SMR_CDC_F_DONE_WRITING;
 }
 
 /* The peer sent its final CDC (CLOSED or ABORT): nothing follows it. */
 static inline bool smr_conn_peer_final(const struct smr_conn *conn)
 {
-	return conn->rx_flags & SMR_CDC_F_CLOSED;
+	return READ_ONCE(conn->rx_flags) & SMR_CDC_F_CLOSED;
 }
 
 /* Our final CDC (CLOSED or ABORT) went out: nothing follows it. */

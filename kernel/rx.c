@@ -153,7 +153,7 @@ static bool smr_rx_consumed(struct smr_sock *smr, u32 n)
 
 	sock_owned_by_me(&smr->sk);
 	spin_lock_bh(&conn->lock);
-	conn->rx_cons += n;
+	WRITE_ONCE(conn->rx_cons, conn->rx_cons + n);
 	due = smr_conn_cons_update_due(conn);
 	spin_unlock_bh(&conn->lock);
 	atomic64_add(n, &smr->rdma_bytes_received);
@@ -266,7 +266,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			if (flags & MSG_PEEK)
 				peek_pos++;
 			else
-				conn->rx_cons++;
+				WRITE_ONCE(conn->rx_cons, conn->rx_cons + 1);
 			spin_unlock_bh(&conn->lock);
 			continue;
 		}
