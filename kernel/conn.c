@@ -396,7 +396,8 @@ static void smr_conn_show(void *arg, u32 link_id, struct smr_link_user *user)
 		   link_id, smr->local_token, smr->peer_token,
 		   READ_ONCE(smr->mode), started, smr_conn_is_reset(c), closed,
 		   final_sent, peer_final, c->tx_prod, c->tx_sent, c->tx_done,
-		   c->tx_peer_cons, c->rx_prod, c->rx_cons);
+		   c->tx_peer_cons, READ_ONCE(c->rx_prod),
+		   READ_ONCE(c->rx_cons));
 }
 
 /*

@@ -51,12 +51,12 @@ static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 }
 
 /*
- * SO_RCVLOWAT as far as the ring holds it, for poll() and peeks: a full
- * ring is readable. A higher mark would never be met while the peer waits
- * for room (TCP grows its buffer to the mark; the ring keeps the size it
- * was given). A recv() that consumes makes room as it reads, so it keeps
- * the whole mark. Caller holds conn->lock or the sock lock (either keeps
- * the RMB).
+ * SO_RCVLOWAT as far as the ring holds it, for a peek (and poll(), which
+ * caps its own target the same way): a full ring is readable. A higher
+ * mark would never be met while the peer waits for room (TCP grows its
+ * buffer to the mark; the ring keeps the size it was given). A recv() that
+ * consumes makes room as it reads, so it keeps the whole mark. Caller
+ * holds conn->lock or the sock lock (either keeps the RMB).
  */
 static int smr_rx_lowat(const struct smr_conn *conn, struct sock *sk,
 			size_t len)
@@ -328,11 +328,18 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 	if (shutdown & RCV_SHUTDOWN)
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (conn->rmb) {
-		u64 avail = smr_rx_avail(conn, conn->rx_cons, &at_mark);
+		u64 queued = conn->rx_prod - conn->rx_cons;
+		u32 target = sock_rcvlowat(sk, 0, INT_MAX);
 
-		/* as tcp_poll(): the mark counts what is queued, urgent or not */
-		if (conn->rx_prod - conn->rx_cons >=
-		    smr_rx_lowat(conn, sk, INT_MAX) || (avail && at_mark))
+		/*
+		 * As tcp_poll(): the mark counts all that is queued, one more
+		 * at an urgent byte that recv() skips (out of band, read or
+		 * not: alone, it is nothing to read); as far as the ring holds.
+		 */
+		smr_rx_avail(conn, conn->rx_cons, &at_mark);
+		if (at_mark && !sock_flag(sk, SOCK_URGINLINE))
+			target++;
+		if (queued && queued >= min_t(u64, target, conn->rmb->size))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		if (conn->rx_urg && !conn->rx_urg_read &&
 		    conn->rx_urg - 1 >= conn->rx_cons)

@@ -1995,6 +1995,37 @@ TEST_F(smr_api, recv_peek_races_reader)
 }
 
 /*
+ * recv(@rfd, @buf, @len, 0) while a child sends @len more bytes on @wfd;
+ * the child is gone when it returns.
+ */
+static ssize_t recv_while_child_sends(int rfd, int wfd, char *buf, int len)
+{
+	pid_t writer = fork_child();
+	ssize_t n;
+
+	if (writer < 0)
+		return -1;
+	if (writer == 0) {
+		char chunk[4096] = { 0 };
+		long long left = len;
+
+		while (left > 0) {
+			ssize_t w = send(wfd, chunk, sizeof(chunk),
+					 MSG_NOSIGNAL);
+
+			if (w <= 0)
+				_exit(1);
+			left -= w;
+		}
+		_exit(0);
+	}
+	n = recv(rfd, buf, len, 0);
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	return n;
+}
+
+/*
  * A low-water mark above what the receiver can hold: TCP grows its buffer
  * to the mark, so a full queue is readable; an SMR ring keeps its size,
  * and a full ring must be readable too, or poll() (and a peek for more
@@ -2007,7 +2038,6 @@ TEST_F(smr_api, rcvlowat_above_ring)
 	int cli, srv, lowat = 256 * 1024;
 	long long queued, t0, waited;
 	struct smr_info ci;
-	pid_t writer;
 	struct pollfd p;
 	socklen_t len;
 	char *buf;
@@ -2017,6 +2047,7 @@ TEST_F(smr_api, rcvlowat_above_ring)
 	if (self->smr) {
 		len = sizeof(ci);
 		ASSERT_EQ(0, smr_info_get(srv, &ci, &len));
+		ASSERT_LT(0, ci.local_rmb_size);
 		lowat = 2 * ci.local_rmb_size;
 	}
 	ASSERT_EQ(0, setsockopt(srv, SOL_SOCKET, SO_RCVLOWAT, &lowat,
@@ -2046,25 +2077,7 @@ TEST_F(smr_api, rcvlowat_above_ring)
 	 * A recv that consumes keeps the whole mark: its reads make room, and
 	 * the writer (a child: it blocks until they do) sends the rest.
 	 */
-	writer = fork();
-	ASSERT_LE(0, writer);
-	if (writer == 0) {
-		char chunk[4096] = { 0 };
-		long long left = lowat;
-
-		while (left > 0) {
-			ssize_t w = send(cli, chunk, sizeof(chunk),
-					 MSG_NOSIGNAL);
-
-			if (w <= 0)
-				_exit(1);
-			left -= w;
-		}
-		_exit(0);
-	}
-	n = recv(srv, buf, lowat, 0);
-	kill(writer, SIGKILL);
-	waitpid(writer, NULL, 0);
+	n = recv_while_child_sends(srv, cli, buf, lowat);
 	free(buf);
 	EXPECT_EQ(lowat, n)
 		TH_LOG("a recv for the mark (%d) returned %zd: short of it",
@@ -2796,6 +2809,31 @@ TEST_F(smr_api, urgent_data)
 	EXPECT_EQ(-EINVAL, xrecv(srv, &c, 1, MSG_OOB));
 	EXPECT_EQ(1, recv_upto(srv, buf, 1, SOON_MS));
 	EXPECT_EQ('V', buf[0]);
+}
+
+/*
+ * An urgent byte out of band is no data to read: alone in the queue it
+ * makes EPOLLPRI, not EPOLLIN (tcp_poll() counts one more at the mark),
+ * before and after it is read, and a read finds nothing. Followed by a
+ * byte, that byte is readable.
+ */
+TEST_F(smr_api, urgent_alone_not_readable)
+{
+	int cli, srv;
+	char c;
+
+	PAIR(&cli, &srv);
+	ASSERT_EQ(1, xsend(cli, "U", 1, MSG_OOB));
+	ASSERT_MASK(EPOLLPRI | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLPRI, SOON_MS));
+	ASSERT_EQ(1, xrecv(srv, &c, 1, MSG_OOB));
+	EXPECT_EQ('U', c);
+	ASSERT_MASK(M_OUT, mask_now(_metadata, srv));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, &c, 1, MSG_DONTWAIT));
+	ASSERT_EQ(1, xsend(cli, "z", 1, 0));
+	ASSERT_MASK(M_IN | M_OUT, mask_wait(_metadata, srv, EPOLLIN, SOON_MS));
+	EXPECT_EQ(1, xrecv(srv, &c, 1, MSG_DONTWAIT));
+	EXPECT_EQ('z', c);
 }
 
 /* ================= close ================= */
