@@ -92,6 +92,9 @@
  *   -D FILE      server: accept nothing until FILE appears (connections
  *                negotiate and wait, as for an application that does not
  *                accept, e.g. a busy one)
+ *   -P FILE      append a "progress" line (time, connections done and ok,
+ *                bytes sent and received) to FILE every 10 s: a slow run
+ *                and a stalled one look different before the deadline
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -119,6 +122,7 @@
 #define RS_C2S			0x6332730000000000ULL
 #define RS_S2C			0x7332630000000000ULL
 #define RS_FNV_PRIME		0x100000001b3ULL
+#define RS_PROGRESS_MS		10000
 
 enum rs_expect { EXPECT_RDMA, EXPECT_TCP, EXPECT_ANY };
 
@@ -137,6 +141,7 @@ static struct {
 	const char *src_addr;
 	int sockbuf;
 	const char *defer_file;
+	const char *progress_file;
 } opt = {
 	.bytes = 8u << 20, .seed = 1, .max_io = RS_MAX_IO_DEFAULT,
 	.fail_window_s = 30, .hold_at = 0, .corrupt_off = -1,
@@ -177,7 +182,7 @@ static void usage(void)
 		"usage: smr_stream server|client [-t smr|tcp] [-6] [-a ADDR] [-p PORT] [-n N]\n"
 		"       [-s BYTES] [-S SEED] [-m BYTES] [-M rdma|tcp|any] [-F] [-X FILE]\n"
 		"       [-W SECONDS] [-H FILE] [-h BYTES] [-R FILE] [-T SECONDS] [-B BACKLOG]\n"
-		"       [-U UID] [-C OFFSET] [-A ADDR] [-r BYTES] [-D FILE]\n");
+		"       [-U UID] [-C OFFSET] [-A ADDR] [-r BYTES] [-D FILE] [-P FILE]\n");
 	exit(2);
 }
 
@@ -755,6 +760,24 @@ static bool client_ready(void)
 }
 
 /* Files that move the run on: trigger (-X), hold release (-H), ready (-R). */
+/* -P: one line per RS_PROGRESS_MS, appended (the file is the bed's). */
+static void progress_note(long long now)
+{
+	static long long last;
+	FILE *f;
+
+	if (!opt.progress_file || now - last < RS_PROGRESS_MS)
+		return;
+	last = now;
+	f = fopen(opt.progress_file, "a");
+	if (!f)
+		return;
+	fprintf(f, "progress t_ms=%lld started=%d done=%d ok=%d tx=%llu rx=%llu\n",
+		now - eng_t_begin, eng_nstarted, eng_ndone, eng_nok,
+		(unsigned long long)tx_total, (unsigned long long)rx_total);
+	fclose(f);
+}
+
 static void check_files(void)
 {
 	static long long last;
@@ -771,6 +794,7 @@ static void check_files(void)
 	if (now - last < 50)
 		return;
 	last = now;
+	progress_note(now);
 	if (opt.trigger_file && !t_trigger && file_exists(opt.trigger_file)) {
 		t_trigger = now;
 		eng_deadline = t_trigger + opt.fail_window_s * 1000LL;
@@ -847,7 +871,7 @@ int main(int argc, char **argv)
 	eng_opt.port = 6000;
 	eng_opt.timeout_s = 300;
 	opt.expect = env && *env ? parse_expect(env) : EXPECT_RDMA;
-	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:A:r:D:")) != -1) {
+	while ((c = getopt(argc, argv, "t:6a:p:n:s:S:m:M:FX:W:H:h:R:T:B:U:C:A:r:D:P:")) != -1) {
 		switch (c) {
 		case 's':
 			opt.bytes = eng_parse_u64(optarg);
@@ -890,6 +914,9 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			opt.defer_file = optarg;
+			break;
+		case 'P':
+			opt.progress_file = optarg;
 			break;
 		default:
 			if (!eng_parse_opt(c, optarg))

@@ -211,18 +211,20 @@ case_integrity() {
 	[ -z "$corrupt" ] || cargs=(-C "$corrupt")
 	[ -z "$corrupt" ] || t_diag "debug: the first IPv4 connection sends byte $corrupt flipped (SMR_RDMA_CORRUPT)"
 	if serve int4 -p 6101 -n "$conns4" -s "$bytes4" -T 600; then
-		client int4 -a "$peer" -p 6101 -n "$conns4" -s "$bytes4" -T 600 "${cargs[@]}"
+		client int4 -a "$peer" -p 6101 -n "$conns4" -s "$bytes4" -T 600 \
+			-P "$out/conns/int4.progress" "${cargs[@]}"
 		server_result int4 120
 		pair_check int4 "$conns4" "$bytes4"
 	fi
-	t_diag "IPv4: $((SECONDS - t0)) s"
+	t_diag "IPv4: $((SECONDS - t0)) s, the client's last $(tail -n 1 "$out/conns/int4.progress" 2>/dev/null)"
 	t0=$SECONDS
 	if serve int6 -6 -p 6102 -n "$conns6" -s "$bytes6" -T 600; then
-		client int6 -6 -a "$peer6" -p 6102 -n "$conns6" -s "$bytes6" -T 600
+		client int6 -6 -a "$peer6" -p 6102 -n "$conns6" -s "$bytes6" -T 600 \
+			-P "$out/conns/int6.progress"
 		server_result int6 120
 		pair_check int6 "$conns6" "$bytes6"
 	fi
-	t_diag "IPv6: $((SECONDS - t0)) s"
+	t_diag "IPv6: $((SECONDS - t0)) s, the client's last $(tail -n 1 "$out/conns/int6.progress" 2>/dev/null)"
 	snap_rxe rxe.post
 	snap int.post
 	t_diag "SMR counters that moved (A, B):"
