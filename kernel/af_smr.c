@@ -238,6 +238,7 @@ void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
 	WRITE_ONCE(dst->sk_priority, READ_ONCE(src->sk_priority));
 	WRITE_ONCE(dst->sk_mark, READ_ONCE(src->sk_mark));
 	WRITE_ONCE(dst->sk_bound_dev_if, READ_ONCE(src->sk_bound_dev_if));
+	WRITE_ONCE(dst->sk_rcvlowat, READ_ONCE(src->sk_rcvlowat));
 }
 
 /*
@@ -272,6 +273,8 @@ static void smr_accept_inherit_sockopts(struct smr_sock *child,
 		WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(lsk->sk_sndbuf));
 	if (locks & SOCK_RCVBUF_LOCK)
 		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
+	/* as TCP's children: the listener's mark (its own before 6.2) */
+	WRITE_ONCE(sk->sk_rcvlowat, READ_ONCE(lsk->sk_rcvlowat));
 	sk->sk_userlocks |= locks;
 	release_sock(sk);
 	smr_tcp_copy_sockopts(child);
@@ -743,6 +746,28 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 	return 0;
 }
 
+/*
+ * SO_RCVLOWAT on the SMR sock, as tcp_set_rcvlowat(): capped at half the
+ * most the receive buffer may grow to (getsockopt() reads the capped
+ * value), and waiters hear of it if what is queued meets it now. Before
+ * 6.2 (and from a BPF program) the option reaches only this sock, so the
+ * value is worked out here, not taken from the inner sock (the copy
+ * before each operation brings it there). Takes no lock of its own: a BPF
+ * program may set it on a sock it does not own.
+ */
+static int smr_set_rcvlowat(struct sock *sk, int val)
+{
+	int cap;
+
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		cap = READ_ONCE(sk->sk_rcvbuf) >> 1;
+	else
+		cap = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]) >> 1;
+	WRITE_ONCE(sk->sk_rcvlowat, min(val, cap) ? : 1);
+	smr_rx_lowat_changed(smr_sk(sk));
+	return 0;
+}
+
 static int smr_info_get(struct smr_sock *smr, char __user *optval,
 			int __user *optlen)
 {
@@ -872,6 +897,7 @@ static const struct proto_ops smr_proto_ops = {
 	.mmap		= sock_no_mmap,
 	.splice_read	= smr_splice_read,
 	.splice_eof	= smr_splice_eof,
+	.set_rcvlowat	= smr_set_rcvlowat,
 };
 
 static struct net_proto_family smr_family_ops = {

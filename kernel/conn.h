@@ -298,6 +298,7 @@ void smr_tx_write_space(struct smr_sock *smr);
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags);
 __poll_t smr_rx_poll(struct smr_sock *smr);
+void smr_rx_lowat_changed(struct smr_sock *smr);
 int smr_rx_ioctl(struct smr_sock *smr, unsigned int cmd, unsigned long arg);
 
 /* cdc.c: what happens to a connection: CDCs, completions, link, timers */

@@ -257,12 +257,13 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			break;
 		}
 		avail = conn->rmb ? smr_rx_avail(conn, pos, &at_mark) : 0;
+		if (avail && at_mark && copied) {
+			/* TCP stops at the mark, the urgent byte in line or not */
+			spin_unlock_bh(&conn->lock);
+			break;
+		}
 		if (avail && at_mark && !sock_flag(sk, SOCK_URGINLINE)) {
-			/* TCP stops at the mark, then skips the urgent byte */
-			if (copied) {
-				spin_unlock_bh(&conn->lock);
-				break;
-			}
+			/* out of band: a read from the mark skips the byte */
 			if (flags & MSG_PEEK)
 				peek_pos++;
 			else
@@ -314,13 +315,51 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 	return err;
 }
 
+/*
+ * What is queued meets SO_RCVLOWAT: poll()'s EPOLLIN for data. As
+ * tcp_poll(): the mark counts all that is queued, one more at an urgent
+ * byte that recv() skips (out of band, read or not: alone, it is nothing
+ * to read); as far as the ring holds. Caller holds conn->lock.
+ */
+static bool smr_rx_lowat_met(const struct smr_conn *conn, struct sock *sk)
+{
+	u64 queued = conn->rx_prod - conn->rx_cons;
+	u32 target = sock_rcvlowat(sk, 0, INT_MAX);
+	bool at_mark;
+
+	lockdep_assert_held(&conn->lock);
+	if (!conn->rmb || !queued)
+		return false;
+	smr_rx_avail(conn, conn->rx_cons, &at_mark);
+	if (at_mark && !sock_flag(sk, SOCK_URGINLINE))
+		target++;
+	return queued >= min_t(u64, target, conn->rmb->size);
+}
+
+/*
+ * SO_RCVLOWAT was set: as tcp_set_rcvlowat(), waiters hear of it when
+ * what is queued meets the new mark (a lower one may make it readable
+ * now), and not otherwise. Without a ring (TCP carries the bytes) TCP's
+ * own wake-up reaches our waiters. Any context but hard IRQ.
+ */
+void smr_rx_lowat_changed(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	bool met;
+
+	spin_lock_bh(&conn->lock);
+	met = smr_rx_lowat_met(conn, &smr->sk);
+	spin_unlock_bh(&conn->lock);
+	if (met)
+		smr_conn_wake(smr, EPOLLIN | EPOLLRDNORM);
+}
+
 __poll_t smr_rx_poll(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
 	u8 shutdown = READ_ONCE(sk->sk_shutdown);
 	__poll_t mask = 0;
-	bool at_mark;
 
 	spin_lock_bh(&conn->lock);
 	if (shutdown == SHUTDOWN_MASK)
@@ -328,18 +367,7 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 	if (shutdown & RCV_SHUTDOWN)
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (conn->rmb) {
-		u64 queued = conn->rx_prod - conn->rx_cons;
-		u32 target = sock_rcvlowat(sk, 0, INT_MAX);
-
-		/*
-		 * As tcp_poll(): the mark counts all that is queued, one more
-		 * at an urgent byte that recv() skips (out of band, read or
-		 * not: alone, it is nothing to read); as far as the ring holds.
-		 */
-		smr_rx_avail(conn, conn->rx_cons, &at_mark);
-		if (at_mark && !sock_flag(sk, SOCK_URGINLINE))
-			target++;
-		if (queued && queued >= min_t(u64, target, conn->rmb->size))
+		if (smr_rx_lowat_met(conn, sk))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		if (conn->rx_urg && !conn->rx_urg_read &&
 		    conn->rx_urg - 1 >= conn->rx_cons)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -911,13 +912,17 @@ static int reuseaddr_on(int fd)
 	return xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 }
 
-/* SO_REUSEADDR, SO_KEEPALIVE and SO_LINGER 5 s, which children inherit */
+/*
+ * SO_REUSEADDR, SO_KEEPALIVE, SO_RCVLOWAT 100 and SO_LINGER 5 s, which
+ * children inherit
+ */
 static int inherited_opts_on(int fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 5 };
 
 	if (xsetint(fd, SOL_SOCKET, SO_REUSEADDR, 1) ||
-	    xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 1))
+	    xsetint(fd, SOL_SOCKET, SO_KEEPALIVE, 1) ||
+	    xsetint(fd, SOL_SOCKET, SO_RCVLOWAT, 100))
 		return -EINVAL;
 	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ?
 	       -errno : 0;
@@ -981,6 +986,8 @@ TEST_F(smr_api, accept_inherits_sockopts)
 	EXPECT_EQ(1, v);
 	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_KEEPALIVE, &v));
 	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_RCVLOWAT, &v));
+	EXPECT_EQ(100, v);
 	len = sizeof(got);
 	ASSERT_EQ(0, getsockopt(srv, SOL_SOCKET, SO_LINGER, &got, &len));
 	EXPECT_EQ(1, got.l_onoff);
@@ -2084,6 +2091,93 @@ TEST_F(smr_api, rcvlowat_above_ring)
 		       lowat, n);
 }
 
+struct poll_waiter {
+	int fd;
+	pid_t tid;
+	int ret;
+	short revents;
+	long long t_ret;
+};
+
+static void *poll_in(void *arg)
+{
+	struct poll_waiter *w = arg;
+	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+	w->ret = poll(&p, 1, 4 * SOON_MS);
+	w->t_ret = smr_now_ms();
+	w->revents = p.revents;
+	return NULL;
+}
+
+static volatile sig_atomic_t sigio_count;
+
+static void sigio_counted(int sig)
+{
+	sigio_count++;
+}
+
+/*
+ * SO_RCVLOWAT set on a connection with 10 bytes queued, as TCP: a mark
+ * still unmet (100, then 50) wakes nobody and sends no SIGIO; lowered to
+ * 1 it wakes a poller at once (and SIGIO comes). Before the fix an SMR
+ * poller slept on until its timeout, 20 s (the inner TCP's wake-up counts
+ * only its own queue, empty while RDMA carries the bytes). The mark reads
+ * back capped as TCP caps it: at half of tcp_rmem's max, or of SO_RCVBUF
+ * once that is set.
+ */
+TEST_F(smr_api, rcvlowat_lowered_wakes_poller)
+{
+	struct sigaction sa = { .sa_handler = sigio_counted };
+	struct poll_waiter w = { 0 };
+	long long t_set, rmem_max;
+	int cli, srv, rcvbuf;
+	sigset_t sigio;
+	pthread_t th;
+
+	PAIR(&cli, &srv);
+	SEND_ARRIVE(cli, srv, "0123456789", 10);
+	ASSERT_EQ(0, sigaction(SIGIO, &sa, NULL));
+	ASSERT_EQ(0, fcntl(srv, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(srv, F_SETFL, fcntl(srv, F_GETFL) | O_ASYNC));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, 100));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, 50));
+	EXPECT_EQ(0, sigio_count)
+		TH_LOG("SIGIO for a mark that 10 queued bytes do not meet");
+	ASSERT_MASK(M_OUT, mask_now(_metadata, srv));
+
+	/* the poller leaves SIGIO to this thread: poll() would end EINTR */
+	sigemptyset(&sigio);
+	sigaddset(&sigio, SIGIO);
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &sigio, NULL));
+	w.fd = srv;
+	ASSERT_EQ(0, pthread_create(&th, NULL, poll_in, &w));
+	ASSERT_EQ(0, pthread_sigmask(SIG_UNBLOCK, &sigio, NULL));
+	while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	EXPECT_TRUE(thread_asleep(w.tid, SOON_MS));
+	t_set = smr_now_ms();
+	EXPECT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, 1));
+	EXPECT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(1, w.ret);
+	EXPECT_TRUE(w.revents & POLLIN);
+	/* poll()'s last look at its timeout finds POLLIN too: it must wake */
+	EXPECT_GT(SOON_MS, w.t_ret - t_set)
+		TH_LOG("the poller slept on %lld ms after the mark came down to 1 (poll timeout %d ms)",
+		       w.t_ret - t_set, 4 * SOON_MS);
+	EXPECT_LE(1, sigio_count);
+
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/ipv4/tcp_rmem", 2,
+				     &rmem_max));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, INT_MAX));
+	EXPECT_EQ(rmem_max / 2, GETINT(srv, SOL_SOCKET, SO_RCVLOWAT));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVBUF, 65536));
+	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_RCVBUF, &rcvbuf));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, INT_MAX));
+	EXPECT_EQ(rcvbuf / 2, GETINT(srv, SOL_SOCKET, SO_RCVLOWAT));
+}
+
 TEST_F(smr_api, recv_dontwait)
 {
 	int cli, srv;
@@ -2834,6 +2928,40 @@ TEST_F(smr_api, urgent_alone_not_readable)
 	ASSERT_MASK(M_IN | M_OUT, mask_wait(_metadata, srv, EPOLLIN, SOON_MS));
 	EXPECT_EQ(1, xrecv(srv, &c, 1, MSG_DONTWAIT));
 	EXPECT_EQ('z', c);
+}
+
+/*
+ * SO_OOBINLINE: the urgent byte is in the stream, and a read still stops
+ * at the mark (TCP stops there whether the byte is in line or not), a
+ * peek and a MSG_WAITALL read too, so SIOCATMARK is then true and the
+ * next read starts with the urgent byte. Before the fix a read that had
+ * copied went on across the mark.
+ */
+TEST_F(smr_api, oobinline_read_stops_at_mark)
+{
+	char buf[16] = { 0 };
+	int cli, srv, mark;
+
+	PAIR(&cli, &srv);
+	EXPECT_EQ(1, SETINT_GET(srv, SOL_SOCKET, SO_OOBINLINE, 1));
+	ASSERT_EQ(2, xsend(cli, "ab", 2, 0));
+	ASSERT_EQ(1, xsend(cli, "U", 1, MSG_OOB));
+	ASSERT_EQ(2, xsend(cli, "cd", 2, 0));
+	/* "ab" and the urgent byte are there: they came before its flag */
+	ASSERT_MASK(EPOLLPRI | M_IN | M_OUT,
+		    mask_wait(_metadata, srv, EPOLLPRI, SOON_MS));
+	EXPECT_EQ(2, xrecv(srv, buf, sizeof(buf), MSG_PEEK))
+		TH_LOG("peeked \"%s\" across the mark", buf);
+	/* even a read that waits for all it asked for stops there */
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(2, xrecv(srv, buf, 5, MSG_WAITALL))
+		TH_LOG("read \"%s\" across the mark", buf);
+	EXPECT_EQ(0, memcmp(buf, "ab", 2));
+	ASSERT_EQ(0, xioctl_int(srv, SIOCATMARK, &mark));
+	EXPECT_EQ(1, mark);
+	EXPECT_EQ(3, recv_upto(srv, buf, 3, SOON_MS));
+	EXPECT_EQ(0, memcmp(buf, "Ucd", 3))
+		TH_LOG("then read \"%.3s\"", buf);
 }
 
 /* ================= close ================= */
