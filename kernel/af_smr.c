@@ -238,7 +238,6 @@ void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
 	WRITE_ONCE(dst->sk_priority, READ_ONCE(src->sk_priority));
 	WRITE_ONCE(dst->sk_mark, READ_ONCE(src->sk_mark));
 	WRITE_ONCE(dst->sk_bound_dev_if, READ_ONCE(src->sk_bound_dev_if));
-	WRITE_ONCE(dst->sk_rcvlowat, READ_ONCE(src->sk_rcvlowat));
 }
 
 /*
@@ -273,8 +272,6 @@ static void smr_accept_inherit_sockopts(struct smr_sock *child,
 		WRITE_ONCE(sk->sk_sndbuf, READ_ONCE(lsk->sk_sndbuf));
 	if (locks & SOCK_RCVBUF_LOCK)
 		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
-	/* as TCP's children: the listener's mark (its own before 6.2) */
-	WRITE_ONCE(sk->sk_rcvlowat, READ_ONCE(lsk->sk_rcvlowat));
 	sk->sk_userlocks |= locks;
 	release_sock(sk);
 	smr_tcp_copy_sockopts(child);
@@ -465,6 +462,8 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	child = smr_sk(sk);
 	/* made without a socket: owned like its listener (memory charges) */
 	sk->sk_uid = lsmr->sk.sk_uid;
+	/* as a TCP child, cloned just now: the listener's mark of this time */
+	WRITE_ONCE(sk->sk_rcvlowat, READ_ONCE(lsmr->sk.sk_rcvlowat));
 	smr_tcp_attach(child, newtcp);
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);
@@ -734,6 +733,9 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 		return err;
 	}
 
+	/* the inner sock's mark is not always the application's */
+	if (optname == SO_RCVLOWAT)
+		return sock_setsockopt(sock, level, optname, optval, optlen);
 	/*
 	 * TCP acts on the option; the SMR sock keeps a copy because
 	 * getsockopt(SOL_SOCKET) reads it. TCP's verdict is the answer.
@@ -747,13 +749,13 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 }
 
 /*
- * SO_RCVLOWAT on the SMR sock, as tcp_set_rcvlowat(): capped at half the
- * most the receive buffer may grow to (getsockopt() reads the capped
- * value), and waiters hear of it if what is queued meets it now. Before
- * 6.2 (and from a BPF program) the option reaches only this sock, so the
- * value is worked out here, not taken from the inner sock (the copy
- * before each operation brings it there). Takes no lock of its own: a BPF
- * program may set it on a sock it does not own.
+ * SO_RCVLOWAT, the one path on every kernel (smr_setsockopt() does not
+ * give it to TCP first): the SMR sock's mark, capped as
+ * tcp_set_rcvlowat() caps it (half the most the receive buffer may grow
+ * to; getsockopt() reads the capped value); waiters hear of it if what
+ * the ring holds meets it now; in TCP mode TCP takes it
+ * (smr_tcp_sync_rcvlowat()). Usually under the sock lock; a BPF program
+ * may set it on a sock it does not own.
  */
 static int smr_set_rcvlowat(struct sock *sk, int val)
 {
@@ -765,6 +767,7 @@ static int smr_set_rcvlowat(struct sock *sk, int val)
 		cap = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]) >> 1;
 	WRITE_ONCE(sk->sk_rcvlowat, min(val, cap) ? : 1);
 	smr_rx_lowat_changed(smr_sk(sk));
+	smr_tcp_sync_rcvlowat(smr_sk(sk));
 	return 0;
 }
 

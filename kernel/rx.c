@@ -339,8 +339,9 @@ static bool smr_rx_lowat_met(const struct smr_conn *conn, struct sock *sk)
 /*
  * SO_RCVLOWAT was set: as tcp_set_rcvlowat(), waiters hear of it when
  * what is queued meets the new mark (a lower one may make it readable
- * now), and not otherwise. Without a ring (TCP carries the bytes) TCP's
- * own wake-up reaches our waiters. Any context but hard IRQ.
+ * now) or the peer's EOF came, and not otherwise. Without a ring (TCP
+ * carries the bytes) TCP's own wake-up reaches our waiters
+ * (smr_tcp_sync_rcvlowat()). Any context but hard IRQ.
  */
 void smr_rx_lowat_changed(struct smr_sock *smr)
 {
@@ -348,7 +349,8 @@ void smr_rx_lowat_changed(struct smr_sock *smr)
 	bool met;
 
 	spin_lock_bh(&conn->lock);
-	met = smr_rx_lowat_met(conn, &smr->sk);
+	met = conn->rmb && (smr_rx_lowat_met(conn, &smr->sk) ||
+			    smr_conn_peer_done(conn));
 	spin_unlock_bh(&conn->lock);
 	if (met)
 		smr_conn_wake(smr, EPOLLIN | EPOLLRDNORM);

@@ -48,6 +48,7 @@
  * the callback the owner saved, only while it is still the sock's installed
  * callback; otherwise it does what TCP itself would (smr_tcp_defaults).
  */
+#include <linux/bpf.h>
 #include <linux/net.h>
 #include <linux/tcp.h>
 #include <net/sock.h>
@@ -284,7 +285,13 @@ void smr_tcp_attach(struct smr_sock *smr, struct socket *tcp)
 	smr_tcp_sync_bufs(smr);
 }
 
-/* TCP's wake-ups of the inner sock go to @sock's waiters from now on. */
+/*
+ * TCP's wake-ups of the inner sock go to @sock's waiters from now on, and
+ * its SIGIOs to @sock's owners: sk_wake_async() looks at the inner sock's
+ * own SOCK_FASYNC, which O_ASYNC sets on the SMR sock only, so the inner
+ * one carries it whenever its queue is the SMR socket's (an empty fasync
+ * list costs nothing). Process context; sk_flags under the inner's lock.
+ */
 void smr_tcp_redirect_wq(struct smr_sock *smr, struct socket *sock)
 {
 	struct sock *tsk = smr->tcp->sk;
@@ -292,6 +299,9 @@ void smr_tcp_redirect_wq(struct smr_sock *smr, struct socket *sock)
 	write_lock_bh(&tsk->sk_callback_lock);
 	rcu_assign_pointer(tsk->sk_wq, &sock->wq);
 	write_unlock_bh(&tsk->sk_callback_lock);
+	lock_sock(tsk);
+	sock_valbool_flag(tsk, SOCK_FASYNC, sock != smr->tcp);
+	release_sock(tsk);
 }
 
 int smr_tcp_create(struct smr_sock *smr, struct net *net, int protocol,
@@ -388,6 +398,37 @@ void smr_tcp_sync_bufs(struct smr_sock *smr)
 
 	WRITE_ONCE(smr->sk.sk_sndbuf, READ_ONCE(tsk->sk_sndbuf));
 	WRITE_ONCE(smr->sk.sk_rcvbuf, READ_ONCE(tsk->sk_rcvbuf));
+}
+
+/*
+ * The inner sock's SO_RCVLOWAT: 1 until the socket settles on TCP, the
+ * application's (the SMR sock's) from then on. TCP calls data_ready only
+ * once its queue meets the mark, and the handshake's messages, tens of
+ * bytes, must wake the negotiation whatever mark the application set (a
+ * listener's children inherit its inner mark); in RDMA mode the inner
+ * connection carries no application bytes. In TCP mode TCP's own
+ * set_rcvlowat takes it: its cap, its buffer growth, its wake-up when
+ * what is queued meets the mark. Process context, inner sock lock not
+ * held; a BPF program, which may not sleep, gets the plain write.
+ */
+void smr_tcp_sync_rcvlowat(struct smr_sock *smr)
+{
+	struct socket *tcp = smr->tcp;
+	struct sock *tsk = tcp->sk;
+	int lowat = READ_ONCE(smr->sk.sk_rcvlowat);
+
+	if (READ_ONCE(smr->mode) != SMR_MODE_TCP) {
+		WRITE_ONCE(tsk->sk_rcvlowat, 1);
+		return;
+	}
+	if (has_current_bpf_ctx() || !tcp->ops->set_rcvlowat) {
+		WRITE_ONCE(tsk->sk_rcvlowat, lowat);
+		return;
+	}
+	lock_sock(tsk);
+	tcp->ops->set_rcvlowat(tsk, lowat);
+	release_sock(tsk);
+	smr_tcp_sync_bufs(smr);
 }
 
 /*

@@ -29,5 +29,6 @@ bool smr_tcp_was_connected(const struct smr_sock *smr);
 void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
+void smr_tcp_sync_rcvlowat(struct smr_sock *smr);
 
 #endif /* _SMR_TCP_PATH_H */

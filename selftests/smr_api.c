@@ -2119,24 +2119,23 @@ static void sigio_counted(int sig)
 }
 
 /*
- * SO_RCVLOWAT set on a connection with 10 bytes queued, as TCP: a mark
+ * SO_RCVLOWAT set on @srv with 10 bytes from @cli queued, as TCP: a mark
  * still unmet (100, then 50) wakes nobody and sends no SIGIO; lowered to
- * 1 it wakes a poller at once (and SIGIO comes). Before the fix an SMR
- * poller slept on until its timeout, 20 s (the inner TCP's wake-up counts
- * only its own queue, empty while RDMA carries the bytes). The mark reads
- * back capped as TCP caps it: at half of tcp_rmem's max, or of SO_RCVBUF
- * once that is set.
+ * 1 it wakes a poller at once (and SIGIO comes); after the peer's EOF
+ * setting it signals again (TCP's data_ready on SOCK_DONE). The mark
+ * reads back capped as TCP caps it: at half of tcp_rmem's max, or of
+ * SO_RCVBUF once that is set.
  */
-TEST_F(smr_api, rcvlowat_lowered_wakes_poller)
+static void check_lowat_set(META, int cli, int srv)
 {
 	struct sigaction sa = { .sa_handler = sigio_counted };
 	struct poll_waiter w = { 0 };
 	long long t_set, rmem_max;
-	int cli, srv, rcvbuf;
 	sigset_t sigio;
 	pthread_t th;
+	int rcvbuf;
 
-	PAIR(&cli, &srv);
+	sigio_count = 0;
 	SEND_ARRIVE(cli, srv, "0123456789", 10);
 	ASSERT_EQ(0, sigaction(SIGIO, &sa, NULL));
 	ASSERT_EQ(0, fcntl(srv, F_SETOWN, getpid()));
@@ -2176,6 +2175,102 @@ TEST_F(smr_api, rcvlowat_lowered_wakes_poller)
 	ASSERT_EQ(0, xgetint(srv, SOL_SOCKET, SO_RCVBUF, &rcvbuf));
 	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, INT_MAX));
 	EXPECT_EQ(rcvbuf / 2, GETINT(srv, SOL_SOCKET, SO_RCVLOWAT));
+
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	mask_wait(_metadata, srv, EPOLLRDHUP, SOON_MS);
+	sigio_count = 0;
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, 100));
+	EXPECT_LE(1, sigio_count)
+		TH_LOG("no SIGIO for a mark set after the peer's EOF");
+	ASSERT_EQ(0, fcntl(srv, F_SETFL, fcntl(srv, F_GETFL) & ~O_ASYNC));
+}
+
+/*
+ * Before the fix an SMR poller slept on until its timeout, 20 s (the
+ * inner TCP's wake-up counts only its own queue, empty while RDMA carries
+ * the bytes).
+ */
+TEST_F(smr_api, rcvlowat_lowered_wakes_poller)
+{
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	check_lowat_set(_metadata, cli, srv);
+}
+
+/*
+ * The same on an SMR socket that fell back: its client connected to a
+ * plain TCP listener. Before the fix no SIGIO came in TCP mode at all
+ * (the inner sock lacked SOCK_FASYNC), and on 6.1 the mark reached TCP
+ * only at the socket's next operation, waking nobody.
+ */
+TEST_F(smr_api, rcvlowat_fallback_wakes_poller)
+{
+	struct sockaddr_storage ss, la;
+	int l, reader, writer;
+	socklen_t len;
+
+	l = socket(self->af, SOCK_STREAM, IPPROTO_TCP);
+	ASSERT_LE(0, l);
+	len = self_addr(self, self->af, 0, &ss);
+	ASSERT_EQ(0, xbind(l, &ss, len));
+	ASSERT_EQ(0, xlisten(l, 4));
+	len = sizeof(la);
+	ASSERT_EQ(0, getsockname(l, SA(&la), &len));
+	reader = CONNECT(&la);
+	writer = ACCEPT(l);
+	if (self->smr) {
+		struct smr_info info;
+
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(reader, &info, &len));
+		ASSERT_EQ(SMR_MODE_TCP, info.mode);
+	}
+	check_lowat_set(_metadata, writer, reader);
+}
+
+/*
+ * A mark set before the connection exists (the client's before
+ * connect(), the listener's after listen()) is the application's, not the
+ * negotiation's: the handshake's messages, tens of bytes, go through at
+ * once and both ends run in the connected mode; the accepted socket has
+ * its listener's mark, as a TCP child has. Before the fix the inner TCP
+ * had the mark too and woke the handshake only at its step timer.
+ */
+TEST_F(smr_api, rcvlowat_set_before_negotiation)
+{
+	struct sockaddr_storage la;
+	long long t0, took, hs_ms;
+	struct smr_info info;
+	int l, cli, srv;
+	socklen_t len;
+
+	ASSERT_EQ(0, smr_sysctl_read("/proc/sys/net/smr/handshake_timeout_ms",
+				     0, &hs_ms));
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, xsetint(l, SOL_SOCKET, SO_RCVLOWAT, 100));
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_RCVLOWAT, 100));
+	t0 = smr_now_ms();
+	ASSERT_EQ(0, xconnect(cli, &la, af_len(self->af)));
+	srv = ACCEPT(l);
+	took = smr_now_ms() - t0;
+	EXPECT_EQ(100, GETINT(cli, SOL_SOCKET, SO_RCVLOWAT));
+	EXPECT_EQ(100, GETINT(srv, SOL_SOCKET, SO_RCVLOWAT));
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		EXPECT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(srv, &info, &len));
+		EXPECT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+	}
+	/* a step that waited for its timer took handshake_timeout_ms */
+	EXPECT_GT(hs_ms, took)
+		TH_LOG("connect and accept took %lld ms (a handshake step times out after %lld ms)",
+		       took, hs_ms);
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_RCVLOWAT, 1));
+	SEND_EXPECT(cli, srv, "x");
 }
 
 TEST_F(smr_api, recv_dontwait)
