@@ -462,9 +462,11 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	child = smr_sk(sk);
 	/* made without a socket: owned like its listener (memory charges) */
 	sk->sk_uid = lsmr->sk.sk_uid;
-	/* as a TCP child, cloned just now: the listener's mark of this time */
+	/* as a TCP child: the listener's mark when the child is taken in */
 	WRITE_ONCE(sk->sk_rcvlowat, READ_ONCE(lsmr->sk.sk_rcvlowat));
 	smr_tcp_attach(child, newtcp);
+	/* it negotiates: not the mark TCP cloned from a listener in TCP mode */
+	smr_tcp_sync_rcvlowat(child, false);
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);
 	child->listener = lsmr;
@@ -767,7 +769,7 @@ static int smr_set_rcvlowat(struct sock *sk, int val)
 		cap = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]) >> 1;
 	WRITE_ONCE(sk->sk_rcvlowat, min(val, cap) ? : 1);
 	smr_rx_lowat_changed(smr_sk(sk));
-	smr_tcp_sync_rcvlowat(smr_sk(sk));
+	smr_tcp_sync_rcvlowat(smr_sk(sk), true);
 	return 0;
 }
 

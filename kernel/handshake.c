@@ -94,10 +94,15 @@ static bool smr_hs_step_timed_out(const struct smr_sock *smr)
  */
 static void smr_hs_set_done(struct smr_sock *smr)
 {
+	bool was_done = READ_ONCE(smr->hs_state) == SMR_HS_DONE;
+
 	sock_owned_by_me(&smr->sk);
 	smr_transport_settle(smr);
 	/* pairs with smr_hs_pending(): DONE is seen after the transport */
 	smp_store_release(&smr->hs_state, SMR_HS_DONE);
+	/* TCP's wake-ups from here on find the socket decided */
+	if (!was_done && READ_ONCE(smr->mode) == SMR_MODE_TCP)
+		smr_tcp_settled(smr);
 }
 
 /* Tell the application: the listener, or connect() waiters and pollers. */

@@ -349,8 +349,8 @@ void smr_rx_lowat_changed(struct smr_sock *smr)
 	bool met;
 
 	spin_lock_bh(&conn->lock);
-	met = conn->rmb && (smr_rx_lowat_met(conn, &smr->sk) ||
-			    smr_conn_peer_done(conn));
+	met = READ_ONCE(smr->mode) == SMR_MODE_RDMA && conn->rmb &&
+	      (smr_rx_lowat_met(conn, &smr->sk) || smr_conn_peer_done(conn));
 	spin_unlock_bh(&conn->lock);
 	if (met)
 		smr_conn_wake(smr, EPOLLIN | EPOLLRDNORM);

@@ -286,12 +286,26 @@ void smr_tcp_attach(struct smr_sock *smr, struct socket *tcp)
 }
 
 /*
- * TCP's wake-ups of the inner sock go to @sock's waiters from now on, and
- * its SIGIOs to @sock's owners: sk_wake_async() looks at the inner sock's
- * own SOCK_FASYNC, which O_ASYNC sets on the SMR sock only, so the inner
- * one carries it whenever its queue is the SMR socket's (an empty fasync
- * list costs nothing). Process context; sk_flags under the inner's lock.
+ * TCP's SIGIOs go to the SMR socket's owners exactly when TCP's events are
+ * the application's: settled on TCP, not a listener (whose TCP children
+ * are not accept()able before their negotiation), the inner queue the SMR
+ * socket's. sk_wake_async() looks at the inner sock's own SOCK_FASYNC,
+ * which O_ASYNC sets on the SMR sock only; an empty fasync list costs
+ * nothing. Inner sock lock held (sk_flags).
  */
+static void smr_tcp_sync_fasync(struct smr_sock *smr)
+{
+	struct socket *sock = smr->sk.sk_socket;
+	struct sock *tsk = smr->tcp->sk;
+
+	sock_owned_by_me(tsk);
+	sock_valbool_flag(tsk, SOCK_FASYNC,
+			  sock && READ_ONCE(smr->mode) == SMR_MODE_TCP &&
+			  tsk->sk_state != TCP_LISTEN &&
+			  rcu_access_pointer(tsk->sk_wq) == &sock->wq);
+}
+
+/* TCP's wake-ups of the inner sock go to @sock's waiters from now on. */
 void smr_tcp_redirect_wq(struct smr_sock *smr, struct socket *sock)
 {
 	struct sock *tsk = smr->tcp->sk;
@@ -300,7 +314,7 @@ void smr_tcp_redirect_wq(struct smr_sock *smr, struct socket *sock)
 	rcu_assign_pointer(tsk->sk_wq, &sock->wq);
 	write_unlock_bh(&tsk->sk_callback_lock);
 	lock_sock(tsk);
-	sock_valbool_flag(tsk, SOCK_FASYNC, sock != smr->tcp);
+	smr_tcp_sync_fasync(smr);
 	release_sock(tsk);
 }
 
@@ -405,28 +419,74 @@ void smr_tcp_sync_bufs(struct smr_sock *smr)
  * application's (the SMR sock's) from then on. TCP calls data_ready only
  * once its queue meets the mark, and the handshake's messages, tens of
  * bytes, must wake the negotiation whatever mark the application set (a
- * listener's children inherit its inner mark); in RDMA mode the inner
- * connection carries no application bytes. In TCP mode TCP's own
- * set_rcvlowat takes it: its cap, its buffer growth, its wake-up when
- * what is queued meets the mark. Process context, inner sock lock not
- * held; a BPF program, which may not sleep, gets the plain write.
+ * listener's children inherit its inner mark, so a listener keeps 1); in
+ * RDMA mode the inner connection carries no application bytes. In TCP
+ * mode TCP's own set_rcvlowat takes it (its cap, its buffer growth, its
+ * wake-up when what is queued meets the mark): when the application sets
+ * it (@set: TCP wakes on every set), or when the mark differs. Mode and
+ * mark are read under the inner lock, so of two racing syncs the last
+ * sees both.
  */
-void smr_tcp_sync_rcvlowat(struct smr_sock *smr)
+static void smr_tcp_sync_rcvlowat_locked(struct smr_sock *smr, bool set)
 {
 	struct socket *tcp = smr->tcp;
 	struct sock *tsk = tcp->sk;
 	int lowat = READ_ONCE(smr->sk.sk_rcvlowat);
 
-	if (READ_ONCE(smr->mode) != SMR_MODE_TCP) {
+	sock_owned_by_me(tsk);
+	if (READ_ONCE(smr->mode) != SMR_MODE_TCP ||
+	    tsk->sk_state == TCP_LISTEN || !tcp->ops->set_rcvlowat)
 		WRITE_ONCE(tsk->sk_rcvlowat, 1);
+	else if (set || READ_ONCE(tsk->sk_rcvlowat) != lowat)
+		tcp->ops->set_rcvlowat(tsk, lowat);
+}
+
+/*
+ * Before 6.2 the options set last reach TCP before it acts (buffer sizes
+ * for its mark): not for a child before accept(), whose SMR sock has
+ * defaults where TCP's clone has its listener's options.
+ */
+static void smr_tcp_copy_before(struct smr_sock *smr)
+{
+	if (smr->sk.sk_socket && READ_ONCE(smr->mode) == SMR_MODE_TCP)
+		smr_tcp_copy_sockopts(smr);
+}
+
+/*
+ * The application set SO_RCVLOWAT (@set), or a child starts negotiating.
+ * Process context, inner sock lock not held; a BPF program, which may not
+ * sleep, gets the plain writes.
+ */
+void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	if (has_current_bpf_ctx()) {
+		WRITE_ONCE(tsk->sk_rcvlowat,
+			   READ_ONCE(smr->mode) == SMR_MODE_TCP ?
+			   READ_ONCE(smr->sk.sk_rcvlowat) : 1);
 		return;
 	}
-	if (has_current_bpf_ctx() || !tcp->ops->set_rcvlowat) {
-		WRITE_ONCE(tsk->sk_rcvlowat, lowat);
-		return;
-	}
+	smr_tcp_copy_before(smr);
 	lock_sock(tsk);
-	tcp->ops->set_rcvlowat(tsk, lowat);
+	smr_tcp_sync_rcvlowat_locked(smr, set);
+	release_sock(tsk);
+	smr_tcp_sync_bufs(smr);
+}
+
+/*
+ * The socket settled on TCP (after the negotiation said so, or without
+ * one): the application's mark and SIGIOs go to TCP. Process context,
+ * inner sock lock not held.
+ */
+void smr_tcp_settled(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	smr_tcp_copy_before(smr);
+	lock_sock(tsk);
+	smr_tcp_sync_rcvlowat_locked(smr, false);
+	smr_tcp_sync_fasync(smr);
 	release_sock(tsk);
 	smr_tcp_sync_bufs(smr);
 }

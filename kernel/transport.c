@@ -64,7 +64,6 @@ void smr_transport_settle(struct smr_sock *smr)
 		break;
 	case SMR_MODE_TCP:
 		t = &smr_transport_tcp;
-		smr_tcp_sync_rcvlowat(smr);
 		break;
 	default:
 		t = &smr_transport_pending;	/* reset by the handshake */
@@ -107,6 +106,7 @@ void smr_mode_refresh(struct smr_sock *smr)
 		return;
 	smr_set_mode(smr, SMR_MODE_TCP, SMR_REASON_NOT_NEGOTIATED);
 	smr_transport_settle(smr);
+	smr_tcp_settled(smr);
 }
 
 /*
@@ -454,10 +454,10 @@ static void smr_rdma_disconnect(struct smr_sock *smr)
 	smr_rdma_release(smr, true);
 	WRITE_ONCE(smr->reason, SMR_REASON_NOT_NEGOTIATED);
 	WRITE_ONCE(smr->mode, SMR_MODE_TCP);
-	smr_tcp_sync_rcvlowat(smr);
 	WRITE_ONCE(smr->transport, &smr_transport_tcp);
 	if (smr->sk.sk_socket)
 		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);
+	smr_tcp_settled(smr);
 }
 
 static const struct smr_transport smr_transport_rdma = {

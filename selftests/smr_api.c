@@ -2229,6 +2229,71 @@ TEST_F(smr_api, rcvlowat_fallback_wakes_poller)
 	check_lowat_set(_metadata, writer, reader);
 }
 
+/* Up to SOON_MS for the first SIGIO since sigio_count was cleared. */
+static bool sigio_wait(void)
+{
+	long long deadline = smr_now_ms() + SOON_MS;
+
+	while (!sigio_count && smr_now_ms() < deadline)
+		usleep(1000);
+	return sigio_count;
+}
+
+/*
+ * O_ASYNC: the first SIGIO an owner gets comes when the socket is ready,
+ * as TCP's: a listener's once accept() has a connection, a non-blocking
+ * client's once its connect is done (writable). Before the fix (the
+ * first version of TCP-mode SIGIO) TCP's own SIGIO reached SMR's owners
+ * while the negotiation was still under way: at the TCP handshake.
+ */
+TEST_F(smr_api, sigio_when_ready)
+{
+	struct sigaction sa = { .sa_handler = sigio_counted };
+	struct sockaddr_storage la;
+	struct pollfd p;
+	int l, cli, fd, err;
+	pid_t child;
+
+	ASSERT_EQ(0, sigaction(SIGIO, &sa, NULL));
+	l = LISTENER(4, &la);
+	ASSERT_EQ(0, fcntl(l, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(l, F_SETFL,
+			   fcntl(l, F_GETFL) | O_ASYNC | O_NONBLOCK));
+	sigio_count = 0;
+	child = fork_child();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		fd = CONNECT(&la);
+		sleep(2 * SOON_MS / 1000);
+		_exit(0);
+	}
+	EXPECT_TRUE(sigio_wait());
+	fd = accept(l, NULL, NULL);
+	err = fd < 0 ? -errno : 0;
+	EXPECT_EQ(0, err)
+		TH_LOG("the listener's SIGIO came before accept() had a connection");
+	if (fd >= 0)
+		close(fd);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(l);
+
+	l = LISTENER(4, &la);
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL,
+			   fcntl(cli, F_GETFL) | O_ASYNC | O_NONBLOCK));
+	sigio_count = 0;
+	err = xconnect(cli, &la, af_len(self->af));
+	ASSERT_TRUE(err == 0 || err == -EINPROGRESS);
+	EXPECT_TRUE(sigio_wait());
+	p = (struct pollfd){ .fd = cli, .events = POLLOUT };
+	EXPECT_EQ(1, poll(&p, 1, 0))
+		TH_LOG("the client's SIGIO came before its connect was done");
+	fd = ACCEPT(l);
+	close(fd);
+}
+
 /*
  * A mark set before the connection exists (the client's before
  * connect(), the listener's after listen()) is the application's, not the
