@@ -352,9 +352,12 @@ static int smr_listen(struct socket *sock, int backlog)
 	struct socket *tcp = smr_tcp_of(sock);
 	int err;
 
+	smr_tcp_listen_prepare(smr, true);
 	err = tcp->ops->listen(tcp, backlog);
-	if (err)
+	if (err) {
+		smr_tcp_listen_prepare(smr, false);
 		return err;
+	}
 	mutex_lock(&smr->pull_mutex);
 	spin_lock_bh(&smr->accept_lock);
 	smr->accept_closing = false;	/* listening again after shutdown */

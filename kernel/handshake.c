@@ -49,7 +49,9 @@
  * may not even have acknowledged the PROPOSAL (a listener whose accept
  * queue is full drops the segments), or the server is busy with many
  * handshakes at once. The client gives up after (1 + this) x
- * handshake_timeout_ms.
+ * handshake_timeout_ms. A server waits as long for the CONFIRM after its
+ * ACCEPT: the client registers its buffers first (up to a timeout of its
+ * own) and its work may run late as well.
  */
 #define SMR_HS_ACCEPT_WAITS	3
 /*
@@ -102,7 +104,7 @@ static void smr_hs_set_done(struct smr_sock *smr)
 	smp_store_release(&smr->hs_state, SMR_HS_DONE);
 	/* TCP's wake-ups from here on find the socket decided */
 	if (!was_done && READ_ONCE(smr->mode) == SMR_MODE_TCP)
-		smr_tcp_settled(smr);
+		smr_tcp_settled(smr, true);
 }
 
 /* Tell the application: the listener, or connect() waiters and pollers. */
@@ -157,6 +159,18 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	tcp_abort(tsk, ECONNRESET);
 	smr_hs_set_done(smr);
 	smr_hs_tell(smr, true);
+}
+
+/*
+ * Why a handshake whose stream failed (@err from smr_hs_recv() or
+ * smr_hs_send()) ends: the TCP connection ended under it (the peer reset
+ * it, often at its own handshake timeout, or closed it; or TCP failed
+ * it), or anything else, a protocol error.
+ */
+static enum smr_reason smr_hs_stream_reason(int err)
+{
+	return err == -EPIPE || err == -ECONNRESET ? SMR_REASON_PEER_ABORTED :
+						     SMR_REASON_PROTOCOL_ERROR;
 }
 
 static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
@@ -265,13 +279,15 @@ static bool smr_hs_have_device(struct smr_sock *smr)
 static void smr_hs_decline(struct smr_sock *smr, enum smr_reason reason)
 {
 	struct smr_hs_msg msg = { .type = SMR_HS_DECLINE };
+	int err;
 
 	sock_owned_by_me(&smr->sk);
 	msg.decline.reason = reason;
 	msg.decline.token_echo = smr->peer_token;
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_DECLINED);
-	if (smr_hs_send(smr, &msg)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+	err = smr_hs_send(smr, &msg);
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
 	smr_hs_fallback(smr, reason);
@@ -302,7 +318,11 @@ static bool smr_hs_recv_answer(struct smr_sock *smr, struct smr_hs_msg *msg,
 	err = smr_hs_recv(smr, msg);
 	if (err == -EAGAIN)
 		return false;
-	if (err || smr_hs_check(msg, expected, token)) {
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
+		return false;
+	}
+	if (smr_hs_check(msg, expected, token)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return false;
 	}
@@ -419,6 +439,7 @@ static void smr_hs_client_start(struct smr_sock *smr)
 	struct smr_link *link;
 	struct smr_tuple t;
 	int state = READ_ONCE(tsk->sk_state);
+	int err;
 
 	sock_owned_by_me(&smr->sk);
 	if ((1 << state) & (TCPF_SYN_SENT | TCPF_SYN_RECV))
@@ -468,8 +489,9 @@ static void smr_hs_client_start(struct smr_sock *smr)
 	 * resolution runs meanwhile.
 	 */
 	if (smr_link_needs_grant(link, &req.link.link_id, req.link.secret)) {
-		if (smr_hs_send(smr, &req)) {
-			smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+		err = smr_hs_send(smr, &req);
+		if (err) {
+			smr_hs_abort(smr, smr_hs_stream_reason(err));
 			return;
 		}
 		WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_GRANT);
@@ -511,6 +533,7 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 {
 	struct smr_hs_msg msg = { .type = SMR_HS_PROPOSAL };
 	struct smr_link *link = smr->conn.link;
+	int err;
 
 	sock_owned_by_me(&smr->sk);
 	if (!link || smr_link_state(link) == SMR_LINK_DEAD) {
@@ -528,8 +551,9 @@ static void smr_hs_client_propose(struct smr_sock *smr)
 	smr->local_rmb_size = smr_hs_rmb_size(smr);
 	msg.proposal.rmb_size = smr->local_rmb_size;
 	msg.proposal.link_id = smr_link_peer_id(link);
-	if (smr_hs_send(smr, &msg)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+	err = smr_hs_send(smr, &msg);
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_ACCEPT);
@@ -556,6 +580,7 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	if (!smr_hs_recv_answer(smr, &msg, SMR_HS_ACCEPT, smr->local_token,
 				NULL))
 		return;
+	smr_test_hs_answer_delay();
 	smr->peer_token = msg.accept.token;
 	smr->peer_rmb_size = msg.accept.rmb.size;
 
@@ -575,8 +600,9 @@ static void smr_hs_client_read(struct smr_sock *smr)
 	confirm.confirm.token = smr->local_token;
 	confirm.confirm.token_echo = smr->peer_token;
 	smr_conn_fill_rmb(smr, &confirm.confirm.rmb);
-	if (smr_hs_send(smr, &confirm)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+	err = smr_hs_send(smr, &confirm);
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
 	/*
@@ -626,6 +652,7 @@ void smr_hs_server_start(struct smr_sock *child)
 static void smr_hs_server_grant(struct smr_sock *smr, struct smr_hs_msg *msg)
 {
 	struct smr_tuple t;
+	int err;
 
 	sock_owned_by_me(&smr->sk);
 	if (smr->hs_received > SMR_HS_LINK_REQUESTS_MAX) {
@@ -643,8 +670,9 @@ static void smr_hs_server_grant(struct smr_sock *smr, struct smr_hs_msg *msg)
 		return;
 	}
 	msg->type = SMR_HS_LINK_GRANT;	/* the request's fields, echoed */
-	if (smr_hs_send(smr, msg)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+	err = smr_hs_send(smr, msg);
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
 	/* the client's link setup and PROPOSAL: a step of its own */
@@ -675,7 +703,11 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		smr_hs_server_grant(smr, &msg);
 		return;
 	}
-	if (err || smr_hs_check(&msg, SMR_HS_PROPOSAL, 0)) {
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
+		return;
+	}
+	if (smr_hs_check(&msg, SMR_HS_PROPOSAL, 0)) {
 		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
 		return;
 	}
@@ -715,8 +747,9 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 	smr_hs_fill_addr(smr, &accept.accept.addr);
 	accept.accept.token_echo = smr->peer_token;
 	smr_conn_fill_rmb(smr, &accept.accept.rmb);
-	if (smr_hs_send(smr, &accept)) {
-		smr_hs_abort(smr, SMR_REASON_PROTOCOL_ERROR);
+	err = smr_hs_send(smr, &accept);
+	if (err) {
+		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_CONFIRM);
@@ -791,10 +824,14 @@ static void smr_hs_work(struct work_struct *work)
 		 * timeouts, so that a path that drops handshake segments ends
 		 * in a bounded time. (Resetting is the only way out once the
 		 * PROPOSAL went.) A server that granted a link waits as long
-		 * for the PROPOSAL: its client declines first (below).
+		 * for the PROPOSAL: its client declines first (below). A
+		 * server that sent ACCEPT waits as long for the CONFIRM: its
+		 * client may take a timeout to register its buffers, and its
+		 * work may run late on a loaded host.
 		 */
 		if ((smr->hs_state == SMR_HS_WAIT_ACCEPT ||
 		     smr->hs_state == SMR_HS_WAIT_GRANT ||
+		     smr->hs_state == SMR_HS_WAIT_CONFIRM ||
 		     (smr->hs_state == SMR_HS_WAIT_PROPOSAL && smr->hs_wrote)) &&
 		    smr->hs_unacked_waits < SMR_HS_ACCEPT_WAITS) {
 			smr->hs_unacked_waits++;

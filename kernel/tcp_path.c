@@ -26,6 +26,11 @@
  * event of the SMR socket (an edge-triggered poller would see a spurious
  * edge before the CDC that carries the news).
  *
+ * Lock order: the SMR sock lock, then the inner sock lock (the end of a
+ * negotiation settles the inner sock under both, smr_tcp_settled()); never
+ * the reverse: TCP's callbacks, which run with the inner sock owned or in
+ * softirq, only kick SMR's work or wake its queue.
+ *
  * Errors: SO_ERROR is read by the socket layer from the SMR sock itself, so
  * asynchronous TCP errors (refused connect, reset, timeout) are mirrored into
  * sk.sk_err by the inner sk_error_report hook. The error is reported once,
@@ -434,9 +439,10 @@ static void smr_tcp_sync_rcvlowat_locked(struct smr_sock *smr, bool set)
 	int lowat = READ_ONCE(smr->sk.sk_rcvlowat);
 
 	sock_owned_by_me(tsk);
-	if (READ_ONCE(smr->mode) != SMR_MODE_TCP ||
-	    tsk->sk_state == TCP_LISTEN || !tcp->ops->set_rcvlowat)
+	if (READ_ONCE(smr->mode) != SMR_MODE_TCP || tsk->sk_state == TCP_LISTEN)
 		WRITE_ONCE(tsk->sk_rcvlowat, 1);
+	else if (!tcp->ops->set_rcvlowat)
+		WRITE_ONCE(tsk->sk_rcvlowat, lowat);
 	else if (set || READ_ONCE(tsk->sk_rcvlowat) != lowat)
 		tcp->ops->set_rcvlowat(tsk, lowat);
 }
@@ -463,7 +469,8 @@ void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set)
 
 	if (has_current_bpf_ctx()) {
 		WRITE_ONCE(tsk->sk_rcvlowat,
-			   READ_ONCE(smr->mode) == SMR_MODE_TCP ?
+			   READ_ONCE(smr->mode) == SMR_MODE_TCP &&
+			   READ_ONCE(tsk->sk_state) != TCP_LISTEN ?
 			   READ_ONCE(smr->sk.sk_rcvlowat) : 1);
 		return;
 	}
@@ -476,19 +483,54 @@ void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set)
 
 /*
  * The socket settled on TCP (after the negotiation said so, or without
- * one): the application's mark and SIGIOs go to TCP. Process context,
- * inner sock lock not held.
+ * one): the application's mark and SIGIOs go to TCP, SIGIOs first so
+ * that a mark TCP finds met signals. @connected: the negotiation of a
+ * connection just ended, and TCP's own SIGIO for it (POLL_OUT at the
+ * handshake, POLL_IN for bytes that came during the negotiation) went
+ * nowhere: send them now, as TCP would have. Process context, inner sock
+ * lock not held.
  */
-void smr_tcp_settled(struct smr_sock *smr)
+void smr_tcp_settled(struct smr_sock *smr, bool connected)
 {
 	struct sock *tsk = smr->tcp->sk;
+	bool readable;
 
 	smr_tcp_copy_before(smr);
 	lock_sock(tsk);
-	smr_tcp_sync_rcvlowat_locked(smr, false);
 	smr_tcp_sync_fasync(smr);
+	smr_tcp_sync_rcvlowat_locked(smr, false);
+	connected = connected && smr_tcp_was_connected(smr);
+	readable = tcp_inq(tsk) >= max(READ_ONCE(tsk->sk_rcvlowat), 1) ||
+		   (tsk->sk_shutdown & RCV_SHUTDOWN);
 	release_sock(tsk);
 	smr_tcp_sync_bufs(smr);
+	if (!connected)
+		return;
+	sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
+	if (readable)
+		sk_wake_async(&smr->sk, SOCK_WAKE_WAITD, POLL_IN);
+}
+
+/*
+ * listen(): TCP's children negotiate before accept() may have them, and
+ * they inherit the inner mark; so from before listen() on, the inner sock
+ * has mark 1 and no SIGIOs (a socket disconnected in TCP mode had the
+ * application's). After a listen() that failed (@listening false) they
+ * are synced back. Process context, inner sock lock not held.
+ */
+void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	lock_sock(tsk);
+	if (listening && (1 << tsk->sk_state) & (TCPF_CLOSE | TCPF_LISTEN)) {
+		WRITE_ONCE(tsk->sk_rcvlowat, 1);
+		sock_reset_flag(tsk, SOCK_FASYNC);
+	} else {
+		smr_tcp_sync_fasync(smr);
+		smr_tcp_sync_rcvlowat_locked(smr, false);
+	}
+	release_sock(tsk);
 }
 
 /*

@@ -30,6 +30,7 @@ void smr_tcp_fresh_after_handshake(struct smr_sock *smr);
 void smr_tcp_sync_bufs(struct smr_sock *smr);
 void smr_tcp_sync_sockopts(struct smr_sock *smr);
 void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set);
-void smr_tcp_settled(struct smr_sock *smr);
+void smr_tcp_settled(struct smr_sock *smr, bool connected);
+void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening);
 
 #endif /* _SMR_TCP_PATH_H */

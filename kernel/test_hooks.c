@@ -36,6 +36,12 @@
  * another thread's shutdown(SHUT_WR) comes then; the hits count the
  * windows that saw it (none once shutdown waits for the sender).
  *
+ * test_hs_answer_delay_ms (selftests smr_api, handshake_slow_client and
+ * handshake_peer_gave_up): the next client that read its server's ACCEPT
+ * waits N ms before it goes on (buffers, CONFIRM), as a client whose
+ * handshake work or buffer registration runs late on a loaded host;
+ * test_hs_answer_delay_hits counts those waits.
+ *
  * Locking and lifetimes: fault_cdc and the windows are claimed by
  * cmpxchg, so one CDC (or one caller) takes each (fault_answer_old
  * holds while set); the CDC's fields are the caller's
@@ -110,6 +116,29 @@ module_param_named(test_tx_shutdown_window_hits,
 		   smr_test_tx_window_hits.counter, int, 0444);
 MODULE_PARM_DESC(test_tx_shutdown_window_hits,
 		 "test only: test_tx_shutdown_window_ms windows that ended with the socket shut for writing");
+
+static unsigned int smr_test_hs_delay_ms;
+module_param_named(test_hs_answer_delay_ms, smr_test_hs_delay_ms, uint, 0644);
+MODULE_PARM_DESC(test_hs_answer_delay_ms,
+		 "test only: the next client that read its server's ACCEPT waits N ms before it goes on");
+
+static atomic_t smr_test_hs_delay_hits = ATOMIC_INIT(0);
+module_param_named(test_hs_answer_delay_hits, smr_test_hs_delay_hits.counter,
+		   int, 0444);
+MODULE_PARM_DESC(test_hs_answer_delay_hits,
+		 "test only: test_hs_answer_delay_ms waits taken");
+
+/* See test_hs_answer_delay_ms above. Process context, sock lock held. */
+void smr_test_hs_answer_delay(void)
+{
+	unsigned int ms = READ_ONCE(smr_test_hs_delay_ms);
+
+	might_sleep();
+	if (!ms || cmpxchg(&smr_test_hs_delay_ms, ms, 0) != ms)
+		return;
+	msleep(ms);
+	atomic_inc(&smr_test_hs_delay_hits);
+}
 
 /* What a window waits for. */
 static bool smr_test_peer_eof_in(struct smr_conn *conn)

@@ -106,7 +106,7 @@ void smr_mode_refresh(struct smr_sock *smr)
 		return;
 	smr_set_mode(smr, SMR_MODE_TCP, SMR_REASON_NOT_NEGOTIATED);
 	smr_transport_settle(smr);
-	smr_tcp_settled(smr);
+	smr_tcp_settled(smr, false);
 }
 
 /*
@@ -457,7 +457,7 @@ static void smr_rdma_disconnect(struct smr_sock *smr)
 	WRITE_ONCE(smr->transport, &smr_transport_tcp);
 	if (smr->sk.sk_socket)
 		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);
-	smr_tcp_settled(smr);
+	smr_tcp_settled(smr, false);
 }
 
 static const struct smr_transport smr_transport_rdma = {
