@@ -30,6 +30,7 @@
 #include <linux/tcp.h>
 #include <linux/uaccess.h>
 #include <net/inet_connection_sock.h>
+#include <net/inet_common.h>
 #include <net/sock.h>
 #include <net/tcp_states.h>
 
@@ -46,7 +47,7 @@ static struct proto smr_proto = {
 	.obj_size	= sizeof(struct smr_sock),
 };
 
-static const struct proto_ops smr_proto_ops;
+static struct proto_ops smr_proto_ops;
 static void smr_accept_work(struct work_struct *work);
 static void smr_listener_set_inner_backlog(struct smr_sock *lsmr);
 static void smr_child_free_later(struct smr_sock *child);
@@ -354,10 +355,9 @@ static int smr_listen(struct socket *sock, int backlog)
 
 	smr_tcp_listen_prepare(smr, true);
 	err = tcp->ops->listen(tcp, backlog);
-	if (err) {
-		smr_tcp_listen_prepare(smr, false);
+	smr_tcp_listen_prepare(smr, !err);
+	if (err)
 		return err;
-	}
 	mutex_lock(&smr->pull_mutex);
 	spin_lock_bh(&smr->accept_lock);
 	smr->accept_closing = false;	/* listening again after shutdown */
@@ -692,6 +692,8 @@ static int smr_listener_shutdown(struct smr_sock *smr, int how)
 	    READ_ONCE(tcp->sk->sk_state) != TCP_LISTEN) {
 		WRITE_ONCE(smr->sk.sk_state, TCP_CLOSE);
 		smr_listener_stop(smr);
+		/* a socket in TCP mode that connects again has its mark */
+		smr_tcp_listen_prepare(smr, false);
 		smr->sk.sk_state_change(&smr->sk);
 	}
 	return err;
@@ -738,8 +740,11 @@ static int smr_setsockopt(struct socket *sock, int level, int optname,
 		return err;
 	}
 
-	/* the inner sock's mark is not always the application's */
-	if (optname == SO_RCVLOWAT)
+	/*
+	 * The inner sock's mark is not always the application's; the peek
+	 * offset is the SMR sock's to keep in RDMA mode (smr_set_peek_off()).
+	 */
+	if (optname == SO_RCVLOWAT || optname == SO_PEEK_OFF)
 		return sock_setsockopt(sock, level, optname, optval, optlen);
 	/*
 	 * TCP acts on the option; the SMR sock keeps a copy because
@@ -774,6 +779,24 @@ static int smr_set_rcvlowat(struct sock *sk, int val)
 	smr_rx_lowat_changed(smr_sk(sk));
 	smr_tcp_sync_rcvlowat(smr_sk(sk), true);
 	return 0;
+}
+
+/*
+ * SO_PEEK_OFF, only where TCP has it (getsockopt() answers it for a family
+ * with this op): RDMA reads keep the SMR sock's (smr_rx_recvmsg()), TCP's
+ * reads the inner sock's, so both take it; the TCP path copies it back
+ * after each read. The socket layer may call this without the sock lock,
+ * as it calls TCP's.
+ */
+static int smr_set_peek_off(struct sock *sk, int val)
+{
+	struct socket *tcp = smr_sk(sk)->tcp;
+	int err;
+
+	err = tcp->ops->set_peek_off(tcp->sk, val);
+	if (!err)
+		WRITE_ONCE(sk->sk_peek_off, READ_ONCE(tcp->sk->sk_peek_off));
+	return err;
 }
 
 static int smr_info_get(struct smr_sock *smr, char __user *optval,
@@ -880,8 +903,10 @@ static void smr_splice_eof(struct socket *sock)
 /*
  * sock_register() keys the family on smr_family_ops.family (the module
  * parameter); proto_ops.family is informational only, so the default stands.
+ * Written once before the family is registered (set_peek_off), read-only
+ * after the module's init.
  */
-static const struct proto_ops smr_proto_ops = {
+static struct proto_ops smr_proto_ops __ro_after_init = {
 	.family		= SMR_FAMILY_DEFAULT,
 	.owner		= THIS_MODULE,
 	.release	= smr_release,
@@ -927,6 +952,9 @@ int smr_af_init(void)
 {
 	int err;
 
+	/* TCP takes SO_PEEK_OFF from 6.10 on: SMR sockets exactly as TCP's */
+	if (inet_stream_ops.set_peek_off)
+		smr_proto_ops.set_peek_off = smr_set_peek_off;
 	smr_family_ops.family = smr_family;
 	err = sock_register(&smr_family_ops);
 	if (err)

@@ -92,9 +92,10 @@ static bool smr_hs_step_timed_out(const struct smr_sock *smr)
 /*
  * The negotiation is over: the mode's transport takes the socket over,
  * then SMR_HS_DONE says so (a release: whoever sees it sees the
- * transport). Sock lock held.
+ * transport). @connected: it decided a connection (not a close or an
+ * abort). Sock lock held.
  */
-static void smr_hs_set_done(struct smr_sock *smr)
+static void smr_hs_set_done(struct smr_sock *smr, bool connected)
 {
 	bool was_done = READ_ONCE(smr->hs_state) == SMR_HS_DONE;
 
@@ -104,7 +105,7 @@ static void smr_hs_set_done(struct smr_sock *smr)
 	smp_store_release(&smr->hs_state, SMR_HS_DONE);
 	/* TCP's wake-ups from here on find the socket decided */
 	if (!was_done && READ_ONCE(smr->mode) == SMR_MODE_TCP)
-		smr_tcp_settled(smr, true);
+		smr_tcp_settled(smr, connected);
 }
 
 /* Tell the application: the listener, or connect() waiters and pollers. */
@@ -122,7 +123,7 @@ static void smr_hs_finish(struct smr_sock *smr)
 	sock_owned_by_me(&smr->sk);
 	if (smr->hs_sent || smr->hs_received)
 		smr_tcp_fresh_after_handshake(smr);
-	smr_hs_set_done(smr);
+	smr_hs_set_done(smr, true);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
 	smr_tcp_hook_negotiation(smr, false);
 	smr_hs_tell(smr, false);
@@ -157,20 +158,33 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	 * and the next recv() ECONNRESET, when DONE came first).
 	 */
 	tcp_abort(tsk, ECONNRESET);
-	smr_hs_set_done(smr);
+	smr_hs_set_done(smr, false);
 	smr_hs_tell(smr, true);
 }
 
 /*
  * Why a handshake whose stream failed (@err from smr_hs_recv() or
- * smr_hs_send()) ends: the TCP connection ended under it (the peer reset
- * it, often at its own handshake timeout, or closed it; or TCP failed
- * it), or anything else, a protocol error.
+ * smr_hs_send()) ends: the TCP connection failed or ended under it (the
+ * peer reset it, often at its own handshake timeout, or closed it; or TCP
+ * gave up on it), or, for our own message not going out whole, a protocol
+ * error.
  */
 static enum smr_reason smr_hs_stream_reason(int err)
 {
-	return err == -EPIPE || err == -ECONNRESET ? SMR_REASON_PEER_ABORTED :
-						     SMR_REASON_PROTOCOL_ERROR;
+	switch (err) {
+	case -EPIPE:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ECONNREFUSED:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EHOSTDOWN:
+	case -ENETDOWN:
+		return SMR_REASON_CONNECTION_LOST;
+	default:
+		return SMR_REASON_PROTOCOL_ERROR;
+	}
 }
 
 static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
@@ -189,6 +203,10 @@ static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
 	iov.iov_len = len;
 	smr->hs_wrote = true;
 	ret = kernel_sendmsg(smr->tcp, &mh, &iov, 1, len);
+	if (ret != len && ret < 0 && ret != -EPIPE && ret != -EAGAIN) {
+		/* TCP handed us its pending error: it is the application's */
+		WRITE_ONCE(smr->tcp->sk->sk_err, -ret);
+	}
 	if (ret != len)
 		return ret < 0 ? ret : -EIO;
 	smr->hs_sent++;
@@ -352,6 +370,8 @@ static void smr_hs_agreed(struct smr_sock *smr)
 	if (READ_ONCE(smr->mode) == SMR_MODE_RDMA)
 		smr_tcp_redirect_wq(smr, smr->tcp);
 	smr_hs_finish(smr);
+	/* connected: O_ASYNC owners hear it as from TCP's handshake */
+	sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
 	/* bytes or a FIN may have come before the application looked */
 	smr_conn_wake(smr, EPOLLIN | EPOLLOUT);
 }
@@ -625,7 +645,7 @@ void smr_hs_skip(struct smr_sock *child, enum smr_reason reason)
 {
 	lock_sock(&child->sk);
 	smr_set_mode(child, SMR_MODE_TCP, reason);
-	smr_hs_set_done(child);
+	smr_hs_set_done(child, false);
 	release_sock(&child->sk);
 }
 
@@ -752,6 +772,8 @@ static void smr_hs_server_read_proposal(struct smr_sock *smr)
 		smr_hs_abort(smr, smr_hs_stream_reason(err));
 		return;
 	}
+	/* as long as a client waits for the ACCEPT (SMR_HS_ACCEPT_WAITS) */
+	smr->hs_unacked_waits = 0;
 	WRITE_ONCE(smr->hs_state, SMR_HS_WAIT_CONFIRM);
 	smr_hs_kick(smr);
 }
@@ -870,7 +892,7 @@ void smr_hs_init_sock(struct smr_sock *smr)
 void smr_hs_stop(struct smr_sock *smr)
 {
 	lock_sock(&smr->sk);
-	smr_hs_set_done(smr);
+	smr_hs_set_done(smr, false);
 	release_sock(&smr->sk);
 	sk_stop_timer_sync(&smr->sk, &smr->hs_timer);
 	if (cancel_work_sync(&smr->hs_work))

@@ -11,9 +11,10 @@
  *
  * TCP's receive semantics are kept: SO_RCVLOWAT and MSG_WAITALL targets,
  * MSG_PEEK (one that another reader overtakes returns what it has: TCP
- * goes on from the new place), MSG_TRUNC (discard), EOF after the peer's
- * last byte, reads stopping at the urgent mark, the urgent byte out of
- * band unless SO_OOBINLINE, and TCP's errors and poll bits.
+ * goes on from the new place) and SO_PEEK_OFF where TCP has it (6.10 on),
+ * MSG_TRUNC (discard), EOF after the peer's last byte, reads stopping at
+ * the urgent mark, the urgent byte out of band unless SO_OOBINLINE, and
+ * TCP's errors and poll bits.
  *
  * Locking and lifetimes
  * ---------------------
@@ -40,7 +41,7 @@
  */
 static u64 smr_rx_avail(const struct smr_conn *conn, u64 pos, bool *at_mark)
 {
-	u64 avail = conn->rx_prod - pos;
+	u64 avail = conn->rx_prod > pos ? conn->rx_prod - pos : 0;
 	u64 mark = conn->rx_urg ? conn->rx_urg - 1 : 0;
 
 	lockdep_assert_held(&conn->lock);
@@ -67,15 +68,16 @@ static int smr_rx_lowat(const struct smr_conn *conn, struct sock *sk,
 }
 
 /*
- * A reader waiting at byte count @pos (past what it peeked) has something
- * new to look at. Read without conn->lock: a wake-up condition, looked at
- * again under it.
+ * A reader waiting at byte count @pos (past what it peeked, or at its
+ * SO_PEEK_OFF, which may lie beyond what came) has something new to look
+ * at. Read without conn->lock: a wake-up condition, looked at again under
+ * it.
  */
 static bool smr_rx_readable(struct smr_sock *smr, u64 pos)
 {
 	struct smr_conn *conn = &smr->conn;
 
-	return READ_ONCE(conn->rx_prod) != pos || smr_conn_peer_done(conn) ||
+	return READ_ONCE(conn->rx_prod) > pos || smr_conn_peer_done(conn) ||
 	       smr_conn_is_reset(conn) || READ_ONCE(smr->sk.sk_err) ||
 	       (READ_ONCE(smr->sk.sk_shutdown) & RCV_SHUTDOWN) ||
 	       !READ_ONCE(conn->rmb);
@@ -195,16 +197,17 @@ static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
 
 /*
  * Where a read continues: at rx_cons, or a peek past what it peeked
- * (@peek_pos; 0 before its first look, or while it is still at byte 0:
- * both start at rx_cons). While a peek sleeps another reader may consume:
- * past the peeked bytes, the peek starts again at rx_cons if it has
- * nothing yet, else it ends (-EAGAIN) with what it has (TCP goes on from
- * the new place). A position behind rx_cons or ahead of rx_prod would
- * read bytes the peer never wrote, and past the ring. Caller holds
- * conn->lock.
+ * (@peek_pos; 0 before its first look, or while it is still at byte 0),
+ * its first look @peek_off (SO_PEEK_OFF) bytes past rx_cons. While a peek
+ * sleeps another reader may consume: past the peeked bytes, the peek
+ * starts again at rx_cons (and its offset) if it has nothing yet, else it
+ * ends (-EAGAIN) with what it has (TCP goes on from the new place). A
+ * read behind rx_cons or ahead of rx_prod would read bytes the peer never
+ * wrote, and past the ring; a peek ahead of rx_prod waits there for them.
+ * Caller holds conn->lock.
  */
 static int smr_rx_read_pos(struct smr_conn *conn, int flags, u64 *peek_pos,
-			   size_t copied, u64 *pos)
+			   u32 peek_off, size_t copied, u64 *pos)
 {
 	lockdep_assert_held(&conn->lock);
 	*pos = conn->rx_cons;
@@ -213,7 +216,10 @@ static int smr_rx_read_pos(struct smr_conn *conn, int flags, u64 *peek_pos,
 			*pos = *peek_pos;
 		else if (*peek_pos && copied)
 			return -EAGAIN;
+		else
+			*pos += peek_off;
 		*peek_pos = *pos;
+		return 0;
 	}
 	/* broken accounting: never read where the peer did not write */
 	if (WARN_ON_ONCE(*pos > conn->rx_prod))
@@ -228,6 +234,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 	struct sock *sk = &smr->sk;
 	u64 peek_pos = 0;
 	size_t copied = 0;
+	u32 peek_off;
 	long timeo;
 	int target, err = 0;
 	bool push = false;
@@ -236,6 +243,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		return smr_rx_recv_urgent(smr, msg, len, flags);
 
 	lock_sock(sk);
+	/* SO_PEEK_OFF (-1: off), which TCP keeps under the sock lock too */
+	peek_off = max(sk_peek_offset(sk, flags), 0);
 	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	if (flags & MSG_WAITALL)
 		target = sock_rcvlowat(sk, 1, len);
@@ -249,7 +258,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		u32 n;
 
 		spin_lock_bh(&conn->lock);
-		err = smr_rx_read_pos(conn, flags, &peek_pos, copied, &pos);
+		err = smr_rx_read_pos(conn, flags, &peek_pos, peek_off, copied,
+				      &pos);
 		if (err) {
 			spin_unlock_bh(&conn->lock);
 			if (err == -EAGAIN)
@@ -271,7 +281,7 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			spin_unlock_bh(&conn->lock);
 			continue;
 		}
-		eof = smr_conn_peer_done(conn) && pos == conn->rx_prod;
+		eof = smr_conn_peer_done(conn) && pos >= conn->rx_prod;
 		failed = READ_ONCE(sk->sk_err);
 		ended = smr_conn_is_reset(conn) || !conn->rmb ||
 			(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN);
@@ -287,9 +297,13 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 					break;
 			}
 			copied += n;
-			if (flags & MSG_PEEK)
+			if (flags & MSG_PEEK) {
 				peek_pos += n;
-			else if (smr_rx_consumed(smr, n))
+				sk_peek_offset_fwd(sk, n);
+				continue;
+			}
+			sk_peek_offset_bwd(sk, n);
+			if (smr_rx_consumed(smr, n))
 				push = true;
 			continue;
 		}

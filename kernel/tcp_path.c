@@ -143,6 +143,13 @@ static void smr_tcp_mirror_error(struct sock *tsk, struct smr_sock *smr)
 	} else if (err) {
 		WRITE_ONCE(smr->tcp_err_mirrored, err);
 		WRITE_ONCE(smr->sk.sk_err, err);
+		/*
+		 * TCP's own SIGIO for it reaches the owners only once the
+		 * socket settled on TCP (smr_tcp_sync_fasync()); a connect
+		 * refused, reset or aborted while negotiating signals here.
+		 */
+		if (READ_ONCE(smr->mode) == SMR_MODE_PENDING)
+			sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_ERR);
 	}
 }
 
@@ -432,19 +439,22 @@ void smr_tcp_sync_bufs(struct smr_sock *smr)
  * mark are read under the inner lock, so of two racing syncs the last
  * sees both.
  */
-static void smr_tcp_sync_rcvlowat_locked(struct smr_sock *smr, bool set)
+static bool smr_tcp_sync_rcvlowat_locked(struct smr_sock *smr, bool set)
 {
 	struct socket *tcp = smr->tcp;
 	struct sock *tsk = tcp->sk;
 	int lowat = READ_ONCE(smr->sk.sk_rcvlowat);
 
 	sock_owned_by_me(tsk);
-	if (READ_ONCE(smr->mode) != SMR_MODE_TCP || tsk->sk_state == TCP_LISTEN)
+	if (READ_ONCE(smr->mode) != SMR_MODE_TCP || tsk->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(tsk->sk_rcvlowat, 1);
-	else if (!tcp->ops->set_rcvlowat)
+	} else if (!tcp->ops->set_rcvlowat) {
 		WRITE_ONCE(tsk->sk_rcvlowat, lowat);
-	else if (set || READ_ONCE(tsk->sk_rcvlowat) != lowat)
+	} else if (set || READ_ONCE(tsk->sk_rcvlowat) != lowat) {
 		tcp->ops->set_rcvlowat(tsk, lowat);
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -493,21 +503,21 @@ void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set)
 void smr_tcp_settled(struct smr_sock *smr, bool connected)
 {
 	struct sock *tsk = smr->tcp->sk;
-	bool readable;
+	bool readable, tcp_told;
 
 	smr_tcp_copy_before(smr);
 	lock_sock(tsk);
 	smr_tcp_sync_fasync(smr);
-	smr_tcp_sync_rcvlowat_locked(smr, false);
 	connected = connected && smr_tcp_was_connected(smr);
+	if (connected)
+		sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
+	/* TCP's set_rcvlowat signals a met mark itself */
+	tcp_told = smr_tcp_sync_rcvlowat_locked(smr, false);
 	readable = tcp_inq(tsk) >= max(READ_ONCE(tsk->sk_rcvlowat), 1) ||
 		   (tsk->sk_shutdown & RCV_SHUTDOWN);
 	release_sock(tsk);
 	smr_tcp_sync_bufs(smr);
-	if (!connected)
-		return;
-	sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
-	if (readable)
+	if (connected && readable && !tcp_told)
 		sk_wake_async(&smr->sk, SOCK_WAKE_WAITD, POLL_IN);
 }
 
@@ -515,8 +525,10 @@ void smr_tcp_settled(struct smr_sock *smr, bool connected)
  * listen(): TCP's children negotiate before accept() may have them, and
  * they inherit the inner mark; so from before listen() on, the inner sock
  * has mark 1 and no SIGIOs (a socket disconnected in TCP mode had the
- * application's). After a listen() that failed (@listening false) they
- * are synced back. Process context, inner sock lock not held.
+ * application's), and again once it listens (a racing setsockopt() saw no
+ * listener yet). After a listen() that failed, or once the socket stopped
+ * listening (@listening false), they are synced back. Process context,
+ * inner sock lock not held.
  */
 void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening)
 {
@@ -535,8 +547,8 @@ void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening)
 
 /*
  * Options the socket layer refuses on a non-inet sock (SO_REUSEPORT,
- * SO_ZEROCOPY) or that only TCP implements (SO_PEEK_OFF) are copied from
- * the inner sock after it accepted them, so that getsockopt() shows them.
+ * SO_ZEROCOPY) are copied from the inner sock after it accepted them, so
+ * that getsockopt() shows them.
  */
 void smr_tcp_sync_sockopts(struct smr_sock *smr)
 {
@@ -547,6 +559,5 @@ void smr_tcp_sync_sockopts(struct smr_sock *smr)
 	lock_sock(sk);
 	sk->sk_reuseport = tsk->sk_reuseport;
 	sock_valbool_flag(sk, SOCK_ZEROCOPY, sock_flag(tsk, SOCK_ZEROCOPY));
-	WRITE_ONCE(sk->sk_peek_off, READ_ONCE(tsk->sk_peek_off));
 	release_sock(sk);
 }

@@ -1836,6 +1836,79 @@ TEST_F(smr_api, epoll_level)
 
 /* ================= send / recv ================= */
 
+/* A recv() of @want bytes with @flags returned exactly @expect. */
+static void recv_is(META, int fd, size_t want, int flags, const char *expect)
+{
+	char buf[32] = "";
+	ssize_t n = xrecv(fd, buf, want, flags);
+
+	ASSERT_EQ((ssize_t)strlen(expect), n)
+		TH_LOG("recv(%zu, %#x): %s", want, flags,
+		       n < 0 ? strerror(-n) : buf);
+	EXPECT_EQ(0, memcmp(buf, expect, n));
+}
+
+/*
+ * SO_PEEK_OFF as TCP has it (6.10 on; before, neither socket takes it):
+ * each peek starts at the offset and moves it on, each read moves it
+ * back, -1 turns it off, and a peek past what came waits for the next
+ * bytes. Before the fix an SMR socket in mode rdma ignored the offset
+ * (every peek read from the first byte) and getsockopt() failed with
+ * EOPNOTSUPP where TCP answered.
+ */
+static void check_peek_off(META, int cli, int srv)
+{
+	int ret, off = 0;
+
+	ret = xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, 0);
+	if (ret == -EOPNOTSUPP) {
+		EXPECT_EQ(-EOPNOTSUPP, xgetint(srv, SOL_SOCKET, SO_PEEK_OFF,
+					       &off));
+		return;
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, -1));
+	ASSERT_EQ(6, xsend(cli, "abcdef", 6, 0));
+	recv_is(_metadata, srv, 6, MSG_PEEK | MSG_WAITALL, "abcdef");
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, 0));
+	recv_is(_metadata, srv, 2, MSG_PEEK, "ab");
+	recv_is(_metadata, srv, 2, MSG_PEEK, "cd");
+	EXPECT_EQ(4, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	recv_is(_metadata, srv, 3, 0, "abc");
+	EXPECT_EQ(1, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	recv_is(_metadata, srv, 8, MSG_PEEK, "ef");
+	EXPECT_EQ(3, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	EXPECT_EQ(-EAGAIN, xrecv(srv, &(char){0}, 1, MSG_PEEK | MSG_DONTWAIT));
+	/* a peek past what came waits there */
+	ASSERT_EQ(2, xsend(cli, "gh", 2, 0));
+	recv_is(_metadata, srv, 2, MSG_PEEK | MSG_WAITALL, "gh");
+	EXPECT_EQ(5, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	ASSERT_EQ(0, xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, -1));
+	recv_is(_metadata, srv, 3, MSG_PEEK, "def");
+	EXPECT_EQ(-1, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	recv_is(_metadata, srv, 5, MSG_WAITALL, "defgh");
+}
+
+TEST_F(smr_api, peek_off)
+{
+	int cli, srv;
+
+	PAIR(&cli, &srv);
+	check_peek_off(_metadata, cli, srv);
+}
+
+/* The same on an SMR socket in TCP mode (its peer a plain TCP listener). */
+TEST_F(smr_api, peek_off_fallback)
+{
+	struct sockaddr_storage la;
+	int l, reader, writer;
+
+	l = tcp_listener(_metadata, self, 4, &la);
+	reader = CONNECT(&la);
+	writer = ACCEPT(l);
+	check_peek_off(_metadata, writer, reader);
+}
+
 TEST_F(smr_api, recv_peek)
 {
 	int cli, srv;
@@ -2327,6 +2400,23 @@ TEST_F(smr_api, sigio_when_ready)
 	close(fd);
 	close(cli);
 	close(l);
+
+	/*
+	 * A connect refused: TCP signals its error (POLL_ERR). Before the
+	 * fix an SMR socket, still negotiating then, signalled nothing.
+	 */
+	l = closed_port(_metadata, self, &la);
+	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL,
+			   fcntl(cli, F_GETFL) | O_ASYNC | O_NONBLOCK));
+	sigio_count = 0;
+	err = xconnect(cli, &la, af_len(self->af));
+	ASSERT_TRUE(err == -ECONNREFUSED || err == -EINPROGRESS);
+	EXPECT_TRUE(sigio_wait())
+		TH_LOG("no SIGIO for a refused connect");
+	close(cli);
+	close(l);
 }
 
 /*
@@ -2404,6 +2494,23 @@ TEST_F(smr_api, listen_after_disconnect)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) & ~O_ASYNC));
+
+	/*
+	 * It stops listening and connects again, in TCP mode still: the
+	 * application's mark is TCP's again (10 bytes under a mark of 100 are
+	 * not readable). Before the fix the inner TCP kept the listener's 1.
+	 */
+	ASSERT_EQ(0, xshutdown(cli, SHUT_RD));
+	err = xconnect(cli, &la, af_len(self->af));
+	ASSERT_TRUE(err == 0 || err == -EINPROGRESS)
+		TH_LOG("connect again: %s", strerror(-err));
+	srv = ACCEPT(l);
+	mask_wait(_metadata, cli, EPOLLOUT, SOON_MS);
+	ASSERT_EQ(10, xsend(srv, "0123456789", 10, 0));
+	usleep(200 * 1000);
+	EXPECT_EQ(0, mask_now(_metadata, cli) & EPOLLIN)
+		TH_LOG("10 bytes readable under a mark of 100");
+	close(srv);
 	close(cli);
 	close(l);
 }
@@ -3004,16 +3111,19 @@ TEST_F(smr_api, handshake_slow_client)
 /*
  * A client held past the server's patience (six timeouts; the server
  * waits four for the CONFIRM) finds its connection reset by the server,
- * and says so: connect() fails with ECONNRESET, the mode stays pending,
- * the reason is peer_aborted. Before the fix the reason read
- * protocol_error, which names a malformed message: nobody sent one.
+ * and says so: the connect fails with ECONNRESET, an O_ASYNC owner gets
+ * its SIGIO as from TCP, the mode stays pending, the reason is
+ * connection_lost. Before the fix the reason read protocol_error, which
+ * names a malformed message (nobody sent one), and no SIGIO came.
  */
 TEST_F(smr_api, handshake_peer_gave_up)
 {
+	struct sigaction sa = { .sa_handler = sigio_counted };
+	int l, cli, ret, err = 0, warm_cli, warm_srv, n;
 	struct sockaddr_storage la;
 	long long old_ms = 0;
 	struct smr_info info;
-	int l, cli, ret, warm_cli, warm_srv;
+	struct pollfd p;
 	long hits = 0;
 	socklen_t len;
 
@@ -3028,13 +3138,32 @@ TEST_F(smr_api, handshake_peer_gave_up)
 	if (!hs_delay_arm(_metadata, "1800", &old_ms, &hits))
 		return;
 	cli = NEW_SOCK(SOCK_STREAM);
+	ASSERT_EQ(0, sigaction(SIGIO, &sa, NULL));
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL,
+			   fcntl(cli, F_GETFL) | O_ASYNC | O_NONBLOCK));
+	sigio_count = 0;
 	ret = xconnect(cli, &la, af_len(self->af));
+	EXPECT_EQ(-EINPROGRESS, ret);
+	p = (struct pollfd){ .fd = cli, .events = POLLOUT };
+	EXPECT_EQ(1, poll(&p, 1, 20 * HS_STEP_MS));
+	EXPECT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &err));
+	EXPECT_EQ(ECONNRESET, err) TH_LOG("SO_ERROR %s", strerror(err));
+	/* TCP signals a reset; so does a socket reset while negotiating */
+	EXPECT_LE(1, sigio_count);
+	/* the client's handshake goes on after its delay, and ends */
+	for (n = 0; n < 5000 && window_read(HS_DELAY, "hits") == hits; n++)
+		usleep(1000);
+	for (n = 0; n < 1000; n++) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		if (info.reason)
+			break;
+		usleep(1000);
+	}
 	hs_delay_done(_metadata, old_ms, hits);
-	EXPECT_EQ(-ECONNRESET, ret) TH_LOG("connect: %s", strerror(-ret));
-	len = sizeof(info);
-	ASSERT_EQ(0, smr_info_get(cli, &info, &len));
 	EXPECT_EQ(SMR_MODE_PENDING, info.mode);
-	EXPECT_STREQ("peer_aborted", smr_reason_name(info.reason) ?: "?")
+	EXPECT_STREQ("connection_lost", smr_reason_name(info.reason) ?: "?")
 		TH_LOG("reason %u", info.reason);
 	close(cli);
 	close(l);

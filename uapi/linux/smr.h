@@ -67,7 +67,7 @@ enum smr_reason {
 	SMR_REASON_RDMA_UNAVAILABLE	= 12,	/* handshake done, RDMA data path not built in */
 	SMR_REASON_OPTION_ECHOED	= 13,	/* SYN-ACK option failed the nonce proof */
 	SMR_REASON_NEGOT_LIMIT		= 14,	/* no negotiation record could be kept: no offer */
-	SMR_REASON_PEER_ABORTED		= 15,	/* the TCP connection ended during the handshake */
+	SMR_REASON_CONNECTION_LOST	= 15,	/* the TCP connection failed or ended in the handshake */
 	SMR_REASON_MAX,
 };
 
@@ -121,8 +121,8 @@ static inline const char *smr_reason_name(unsigned int reason)
 		return "option_echoed";
 	case SMR_REASON_NEGOT_LIMIT:
 		return "negot_limit";
-	case SMR_REASON_PEER_ABORTED:
-		return "peer_aborted";
+	case SMR_REASON_CONNECTION_LOST:
+		return "connection_lost";
 	}
 	return (const char *)0;
 }
