@@ -67,7 +67,7 @@ enum smr_reason {
 	SMR_REASON_RDMA_UNAVAILABLE	= 12,	/* handshake done, RDMA data path not built in */
 	SMR_REASON_OPTION_ECHOED	= 13,	/* SYN-ACK option failed the nonce proof */
 	SMR_REASON_NEGOT_LIMIT		= 14,	/* no negotiation record could be kept: no offer */
-	SMR_REASON_CONNECTION_LOST	= 15,	/* the TCP connection failed or ended in the handshake */
+	SMR_REASON_CONNECTION_LOST	= 15,	/* TCP connection lost in the handshake */
 	SMR_REASON_MAX,
 };
 
