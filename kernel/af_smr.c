@@ -47,7 +47,8 @@ static struct proto smr_proto = {
 	.obj_size	= sizeof(struct smr_sock),
 };
 
-static struct proto_ops smr_proto_ops;
+static const struct proto_ops smr_proto_ops;
+static const struct proto_ops smr_proto_ops_peek_off;
 static void smr_accept_work(struct work_struct *work);
 static void smr_listener_set_inner_backlog(struct smr_sock *lsmr);
 static void smr_child_free_later(struct smr_sock *child);
@@ -185,7 +186,9 @@ static int smr_create(struct net *net, struct socket *sock, int protocol,
 		return -EPROTONOSUPPORT;
 
 	sock->state = SS_UNCONNECTED;
-	sock->ops = &smr_proto_ops;
+	/* TCP takes SO_PEEK_OFF from 6.10 on: SMR sockets exactly as TCP's */
+	sock->ops = inet_stream_ops.set_peek_off ? &smr_proto_ops_peek_off :
+						   &smr_proto_ops;
 	sk = smr_sock_alloc(net, sock, protocol, kern);
 	if (!sk)
 		return -ENOBUFS;
@@ -903,34 +906,45 @@ static void smr_splice_eof(struct socket *sock)
 /*
  * sock_register() keys the family on smr_family_ops.family (the module
  * parameter); proto_ops.family is informational only, so the default stands.
- * Written once before the family is registered (set_peek_off), read-only
- * after the module's init.
  */
-static struct proto_ops smr_proto_ops __ro_after_init = {
-	.family		= SMR_FAMILY_DEFAULT,
-	.owner		= THIS_MODULE,
-	.release	= smr_release,
-	.bind		= smr_bind,
-	.connect	= smr_connect,
-	.socketpair	= sock_no_socketpair,
-	.accept		= smr_accept,
-	.getname	= smr_getname,
-	.poll		= smr_poll,
-	.ioctl		= smr_ioctl,
+#define SMR_PROTO_OPS_COMMON						\
+	.family		= SMR_FAMILY_DEFAULT,				\
+	.owner		= THIS_MODULE,					\
+	.release	= smr_release,					\
+	.bind		= smr_bind,					\
+	.connect	= smr_connect,					\
+	.socketpair	= sock_no_socketpair,				\
+	.accept		= smr_accept,					\
+	.getname	= smr_getname,					\
+	.poll		= smr_poll,					\
+	.ioctl		= smr_ioctl,					\
+	SMR_PROTO_OPS_COMPAT_IOCTL					\
+	.gettstamp	= smr_gettstamp,				\
+	.listen		= smr_listen,					\
+	.shutdown	= smr_shutdown,					\
+	.setsockopt	= smr_setsockopt,				\
+	.getsockopt	= smr_getsockopt,				\
+	.sendmsg	= smr_sendmsg,					\
+	.recvmsg	= smr_recvmsg,					\
+	.mmap		= sock_no_mmap,					\
+	.splice_read	= smr_splice_read,				\
+	.splice_eof	= smr_splice_eof,				\
+	.set_rcvlowat	= smr_set_rcvlowat
+
 #ifdef CONFIG_COMPAT
-	.compat_ioctl	= smr_compat_ioctl,
+#define SMR_PROTO_OPS_COMPAT_IOCTL	.compat_ioctl = smr_compat_ioctl,
+#else
+#define SMR_PROTO_OPS_COMPAT_IOCTL
 #endif
-	.gettstamp	= smr_gettstamp,
-	.listen		= smr_listen,
-	.shutdown	= smr_shutdown,
-	.setsockopt	= smr_setsockopt,
-	.getsockopt	= smr_getsockopt,
-	.sendmsg	= smr_sendmsg,
-	.recvmsg	= smr_recvmsg,
-	.mmap		= sock_no_mmap,
-	.splice_read	= smr_splice_read,
-	.splice_eof	= smr_splice_eof,
-	.set_rcvlowat	= smr_set_rcvlowat,
+
+static const struct proto_ops smr_proto_ops = {
+	SMR_PROTO_OPS_COMMON,
+};
+
+/* where TCP takes SO_PEEK_OFF (6.10 on), SMR sockets take it as TCP's */
+static const struct proto_ops smr_proto_ops_peek_off = {
+	SMR_PROTO_OPS_COMMON,
+	.set_peek_off	= smr_set_peek_off,
 };
 
 static struct net_proto_family smr_family_ops = {
@@ -952,9 +966,6 @@ int smr_af_init(void)
 {
 	int err;
 
-	/* TCP takes SO_PEEK_OFF from 6.10 on: SMR sockets exactly as TCP's */
-	if (inet_stream_ops.set_peek_off)
-		smr_proto_ops.set_peek_off = smr_set_peek_off;
 	smr_family_ops.family = smr_family;
 	err = sock_register(&smr_family_ops);
 	if (err)

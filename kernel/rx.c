@@ -212,10 +212,10 @@ static int smr_rx_read_pos(struct smr_conn *conn, int flags, u64 *peek_pos,
 	lockdep_assert_held(&conn->lock);
 	*pos = conn->rx_cons;
 	if (flags & MSG_PEEK) {
+		if (*peek_pos && *peek_pos < conn->rx_cons && copied)
+			return -EAGAIN;
 		if (*peek_pos && *peek_pos >= conn->rx_cons)
 			*pos = *peek_pos;
-		else if (*peek_pos && copied)
-			return -EAGAIN;
 		else
 			*pos += peek_off;
 		*peek_pos = *pos;
