@@ -321,8 +321,11 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 	smr_tcp_err_consumed(smr, err);
 	/* connect(AF_UNSPEC) disconnects: TCP's answer is the answer */
 	if (unspec) {
-		if (!err)
+		if (!err) {
 			sock->state = SS_UNCONNECTED;
+			/* as tcp_disconnect() turns TCP's off */
+			WRITE_ONCE(smr->sk.sk_peek_off, -1);
+		}
 		return err;
 	}
 	smr_hs_client_connect_failed(smr, err);
@@ -340,7 +343,8 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 		/* the handshake reset the connection: report it here */
 		if (READ_ONCE(smr->sk.sk_err)) {
 			err = sock_error(&smr->sk);
-			smr_tcp_err_consumed(smr, err);
+			/* once: the inner copy goes too */
+			smr_tcp_err_sync(smr);
 			return err;
 		}
 	}
@@ -473,6 +477,8 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	smr_tcp_attach(child, newtcp);
 	/* it negotiates: not the mark TCP cloned from a listener in TCP mode */
 	smr_tcp_sync_rcvlowat(child, false);
+	/* the peek offset a TCP child clones: its inner sock's once settled */
+	WRITE_ONCE(sk->sk_peek_off, READ_ONCE(lsmr->sk.sk_peek_off));
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);
 	child->listener = lsmr;
@@ -695,6 +701,8 @@ static int smr_listener_shutdown(struct smr_sock *smr, int how)
 	    READ_ONCE(tcp->sk->sk_state) != TCP_LISTEN) {
 		WRITE_ONCE(smr->sk.sk_state, TCP_CLOSE);
 		smr_listener_stop(smr);
+		/* TCP disconnected the listener: its peek offset is off */
+		WRITE_ONCE(smr->sk.sk_peek_off, -1);
 		/* a socket in TCP mode that connects again has its mark */
 		smr_tcp_listen_prepare(smr, false);
 		smr->sk.sk_state_change(&smr->sk);
@@ -786,20 +794,21 @@ static int smr_set_rcvlowat(struct sock *sk, int val)
 
 /*
  * SO_PEEK_OFF, only where TCP has it (getsockopt() answers it for a family
- * with this op): RDMA reads keep the SMR sock's (smr_rx_recvmsg()), TCP's
- * reads the inner sock's, so both take it; the TCP path copies it back
- * after each read. The socket layer may call this without the sock lock,
- * as it calls TCP's.
+ * with this op). The SMR sock's is the application's: RDMA reads keep it
+ * (smr_rx_recvmsg()); the inner sock has it only once the socket settled
+ * on TCP (smr_tcp_sync_peek_off()), and TCP's reads then move it, which
+ * the TCP path copies back. The socket layer may call this without the
+ * sock lock, as it calls TCP's.
  */
 static int smr_set_peek_off(struct sock *sk, int val)
 {
-	struct socket *tcp = smr_sk(sk)->tcp;
-	int err;
+	struct smr_sock *smr = smr_sk(sk);
 
-	err = tcp->ops->set_peek_off(tcp->sk, val);
-	if (!err)
-		WRITE_ONCE(sk->sk_peek_off, READ_ONCE(tcp->sk->sk_peek_off));
-	return err;
+	if (!smr->tcp->ops->set_peek_off)
+		return -EOPNOTSUPP;
+	WRITE_ONCE(sk->sk_peek_off, val);
+	smr_tcp_sync_peek_off(smr);
+	return 0;
 }
 
 static int smr_info_get(struct smr_sock *smr, char __user *optval,

@@ -187,6 +187,16 @@ static enum smr_reason smr_hs_stream_reason(int err)
 	}
 }
 
+/*
+ * A handshake read or write returned TCP's pending error @err, which TCP
+ * cleared: it is the application's (connect() or the next call reports
+ * it), so it goes back, unless a newer one came meanwhile.
+ */
+static void smr_hs_keep_tcp_error(struct smr_sock *smr, int err)
+{
+	cmpxchg(&smr->tcp->sk->sk_err, 0, -err);
+}
+
 static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
 {
 	u8 buf[SMR_HS_MAX_LEN];
@@ -203,10 +213,9 @@ static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
 	iov.iov_len = len;
 	smr->hs_wrote = true;
 	ret = kernel_sendmsg(smr->tcp, &mh, &iov, 1, len);
-	if (ret != len && ret < 0 && ret != -EPIPE && ret != -EAGAIN) {
-		/* TCP handed us its pending error: it is the application's */
-		WRITE_ONCE(smr->tcp->sk->sk_err, -ret);
-	}
+	/* -EPIPE alone: TCP had no error to hand us (sk_stream_error()) */
+	if (ret < 0 && ret != -EPIPE && ret != -EAGAIN)
+		smr_hs_keep_tcp_error(smr, ret);
 	if (ret != len)
 		return ret < 0 ? ret : -EIO;
 	smr->hs_sent++;
@@ -233,8 +242,7 @@ static int smr_hs_recv(struct smr_sock *smr, struct smr_hs_msg *msg)
 	if (n == -EAGAIN)
 		return -EAGAIN;
 	if (n < 0) {
-		/* TCP handed us its pending error: it is the application's */
-		WRITE_ONCE(smr->tcp->sk->sk_err, -n);
+		smr_hs_keep_tcp_error(smr, n);
 		return -EPIPE;
 	}
 	if (!n)
@@ -372,8 +380,12 @@ static void smr_hs_agreed(struct smr_sock *smr)
 	smr_hs_finish(smr);
 	/* connected: O_ASYNC owners hear it as from TCP's handshake */
 	sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
-	/* bytes or a FIN may have come before the application looked */
-	smr_conn_wake(smr, EPOLLIN | EPOLLOUT);
+	/*
+	 * Writable now; readable if bytes (up to the mark) or a FIN came
+	 * before the application looked: TCP signals POLL_IN only then.
+	 */
+	smr_conn_wake(smr, EPOLLOUT);
+	smr_rx_lowat_changed(smr);
 }
 
 static enum smr_reason smr_hs_reason_of(enum smr_negot_result res)

@@ -145,10 +145,11 @@ static void smr_tcp_mirror_error(struct sock *tsk, struct smr_sock *smr)
 		WRITE_ONCE(smr->sk.sk_err, err);
 		/*
 		 * TCP's own SIGIO for it reaches the owners only once the
-		 * socket settled on TCP (smr_tcp_sync_fasync()); a connect
-		 * refused, reset or aborted while negotiating signals here.
+		 * socket settled on TCP (smr_tcp_sync_fasync(), under the
+		 * inner lock TCP holds here): before, a connect refused,
+		 * reset or aborted signals here.
 		 */
-		if (READ_ONCE(smr->mode) == SMR_MODE_PENDING)
+		if (!sock_flag(tsk, SOCK_FASYNC))
 			sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_ERR);
 	}
 }
@@ -458,6 +459,33 @@ static bool smr_tcp_sync_rcvlowat_locked(struct smr_sock *smr, bool set)
 }
 
 /*
+ * The inner sock's SO_PEEK_OFF: off (-1) until the socket settles on TCP
+ * (the handshake peeks at the inner stream, and TCP's children clone a
+ * listener's), the application's (the SMR sock's) from then on. Inner sock
+ * lock held: of a racing set and settle, the last sees both.
+ */
+static void smr_tcp_sync_peek_off_locked(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	sock_owned_by_me(tsk);
+	WRITE_ONCE(tsk->sk_peek_off,
+		   READ_ONCE(smr->mode) == SMR_MODE_TCP &&
+		   tsk->sk_state != TCP_LISTEN ?
+		   READ_ONCE(smr->sk.sk_peek_off) : -1);
+}
+
+/* The application set SO_PEEK_OFF. Process context, inner lock not held. */
+void smr_tcp_sync_peek_off(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	lock_sock(tsk);
+	smr_tcp_sync_peek_off_locked(smr);
+	release_sock(tsk);
+}
+
+/*
  * Before 6.2 the options set last reach TCP before it acts (buffer sizes
  * for its mark): not for a child before accept(), whose SMR sock has
  * defaults where TCP's clone has its listener's options.
@@ -511,6 +539,7 @@ void smr_tcp_settled(struct smr_sock *smr, bool connected)
 	connected = connected && smr_tcp_was_connected(smr);
 	if (connected)
 		sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_OUT);
+	smr_tcp_sync_peek_off_locked(smr);
 	/* TCP's set_rcvlowat signals a met mark itself */
 	tcp_told = smr_tcp_sync_rcvlowat_locked(smr, false);
 	readable = tcp_inq(tsk) >= max(READ_ONCE(tsk->sk_rcvlowat), 1) ||
@@ -523,12 +552,12 @@ void smr_tcp_settled(struct smr_sock *smr, bool connected)
 
 /*
  * listen(): TCP's children negotiate before accept() may have them, and
- * they inherit the inner mark; so from before listen() on, the inner sock
- * has mark 1 and no SIGIOs (a socket disconnected in TCP mode had the
- * application's), and again once it listens (a racing setsockopt() saw no
- * listener yet). After a listen() that failed, or once the socket stopped
- * listening (@listening false), they are synced back. Process context,
- * inner sock lock not held.
+ * they inherit the inner mark and peek offset; so from before listen() on,
+ * the inner sock has mark 1, no peek offset and no SIGIOs (a socket
+ * disconnected in TCP mode had the application's), and again once it
+ * listens (a racing setsockopt() saw no listener yet). After a listen()
+ * that failed, or once the socket stopped listening (@listening false),
+ * they are synced back. Process context, inner sock lock not held.
  */
 void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening)
 {
@@ -537,9 +566,11 @@ void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening)
 	lock_sock(tsk);
 	if (listening && (1 << tsk->sk_state) & (TCPF_CLOSE | TCPF_LISTEN)) {
 		WRITE_ONCE(tsk->sk_rcvlowat, 1);
+		WRITE_ONCE(tsk->sk_peek_off, -1);
 		sock_reset_flag(tsk, SOCK_FASYNC);
 	} else {
 		smr_tcp_sync_fasync(smr);
+		smr_tcp_sync_peek_off_locked(smr);
 		smr_tcp_sync_rcvlowat_locked(smr, false);
 	}
 	release_sock(tsk);

@@ -32,5 +32,6 @@ void smr_tcp_sync_sockopts(struct smr_sock *smr);
 void smr_tcp_sync_rcvlowat(struct smr_sock *smr, bool set);
 void smr_tcp_settled(struct smr_sock *smr, bool connected);
 void smr_tcp_listen_prepare(struct smr_sock *smr, bool listening);
+void smr_tcp_sync_peek_off(struct smr_sock *smr);
 
 #endif /* _SMR_TCP_PATH_H */

@@ -180,8 +180,12 @@ static int smr_tcp_recvmsg(struct smr_sock *smr, struct msghdr *msg,
 	smr_tcp_err_consumed(smr, ret);
 	if (!(flags & (MSG_PEEK | MSG_ERRQUEUE)))
 		smr_tcp_count_bytes(smr, ret, false);
-	/* TCP moved its SO_PEEK_OFF; getsockopt() reads the SMR sock's */
-	if (READ_ONCE(smr->sk.sk_peek_off) >= 0)
+	/*
+	 * Settled on TCP, TCP's read moved the peek offset it was given
+	 * (smr_tcp_sync_peek_off()); getsockopt() reads the SMR sock's.
+	 */
+	if (READ_ONCE(smr->mode) == SMR_MODE_TCP && !(flags & MSG_ERRQUEUE) &&
+	    READ_ONCE(smr->sk.sk_peek_off) >= 0)
 		WRITE_ONCE(smr->sk.sk_peek_off, READ_ONCE(tcp->sk->sk_peek_off));
 	return ret;
 }
