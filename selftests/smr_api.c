@@ -462,11 +462,35 @@ static void make_pair(META, const SELF *self, int *cli, int *srv)
 	close(l);
 }
 
+static int smr_info_get(int fd, struct smr_info *info, socklen_t *len);
+
+/*
+ * A fixture socket (@cli) connected to a plain TCP listener, in mode tcp
+ * if it is an SMR socket, and the TCP end (@srv).
+ */
+static void make_fallback_pair(META, const SELF *self, int *cli, int *srv)
+{
+	struct sockaddr_storage la;
+	struct smr_info info;
+	socklen_t len;
+	int l = tcp_listener(_metadata, self, 4, &la);
+
+	*cli = connect_af(_metadata, self, self->af, &la, SOCK_STREAM);
+	*srv = accept_ok(_metadata, l);
+	close(l);
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(*cli, &info, &len));
+		ASSERT_EQ(SMR_MODE_TCP, info.mode);
+	}
+}
+
 #define LISTENER(backlog, la)	listener_af(_metadata, self, self->af, backlog, la)
 #define LISTENER_PREP(backlog, la, prep) \
 	listener_prep_af(_metadata, self, self->af, backlog, la, prep)
 #define CONNECT(la)		connect_af(_metadata, self, self->af, la, SOCK_STREAM)
 #define PAIR(cli, srv)		make_pair(_metadata, self, cli, srv)
+#define FALLBACK_PAIR(cli, srv)	make_fallback_pair(_metadata, self, cli, srv)
 #define NEW_SOCK(type)		new_sock(_metadata, self, self->af, type)
 #define ACCEPT(l)		accept_ok(_metadata, l)
 
@@ -1903,12 +1927,9 @@ TEST_F(smr_api, peek_off)
 /* The same on an SMR socket in TCP mode (its peer a plain TCP listener). */
 TEST_F(smr_api, peek_off_fallback)
 {
-	struct sockaddr_storage la;
-	int l, reader, writer;
+	int reader, writer;
 
-	l = tcp_listener(_metadata, self, 4, &la);
-	reader = CONNECT(&la);
-	writer = ACCEPT(l);
+	FALLBACK_PAIR(&reader, &writer);
 	check_peek_off(_metadata, writer, reader);
 }
 
@@ -2041,8 +2062,6 @@ static bool thread_asleep(pid_t tid, int timeout_ms)
 }
 
 #define PEEK_RACE_FILL	(4 << 20)	/* the largest RMB (buf_max) */
-
-static int smr_info_get(int fd, struct smr_info *info, socklen_t *len);
 
 /*
  * A peek waiting for more (MSG_WAITALL) while another thread reads what it
@@ -2299,20 +2318,9 @@ TEST_F(smr_api, rcvlowat_lowered_wakes_poller)
  */
 TEST_F(smr_api, rcvlowat_fallback_wakes_poller)
 {
-	struct sockaddr_storage la;
-	int l, reader, writer;
-	socklen_t len;
+	int reader, writer;
 
-	l = tcp_listener(_metadata, self, 4, &la);
-	reader = CONNECT(&la);
-	writer = ACCEPT(l);
-	if (self->smr) {
-		struct smr_info info;
-
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(reader, &info, &len));
-		ASSERT_EQ(SMR_MODE_TCP, info.mode);
-	}
+	FALLBACK_PAIR(&reader, &writer);
 	check_lowat_set(_metadata, writer, reader);
 }
 
