@@ -477,8 +477,13 @@ static struct smr_sock *smr_child_new(struct smr_sock *lsmr,
 	smr_tcp_attach(child, newtcp);
 	/* it negotiates: not the mark TCP cloned from a listener in TCP mode */
 	smr_tcp_sync_rcvlowat(child, false);
-	/* the peek offset a TCP child clones: its inner sock's once settled */
+	/*
+	 * The peek offset a TCP child clones: its inner sock's once settled,
+	 * none while it negotiates (as the mark: one set as the listener
+	 * started listening may have reached TCP's clone).
+	 */
 	WRITE_ONCE(sk->sk_peek_off, READ_ONCE(lsmr->sk.sk_peek_off));
+	smr_tcp_sync_peek_off(child);
 	sk->sk_state = TCP_ESTABLISHED;
 	sock_hold(&lsmr->sk);
 	child->listener = lsmr;

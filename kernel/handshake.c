@@ -101,6 +101,9 @@ static void smr_hs_set_done(struct smr_sock *smr, bool connected)
 
 	sock_owned_by_me(&smr->sk);
 	smr_transport_settle(smr);
+	/* a TCP read that sees DONE peeks at the application's offset */
+	if (!was_done && READ_ONCE(smr->mode) == SMR_MODE_TCP)
+		smr_tcp_sync_peek_off(smr);
 	/* pairs with smr_hs_pending(): DONE is seen after the transport */
 	smp_store_release(&smr->hs_state, SMR_HS_DONE);
 	/* TCP's wake-ups from here on find the socket decided */
@@ -157,7 +160,12 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	 * over, woken by anything, must find the reset too (it returned 0,
 	 * and the next recv() ECONNRESET, when DONE came first).
 	 */
-	tcp_abort(tsk, ECONNRESET);
+	/*
+	 * A connection TCP closed with an error (smr_hs_keep_tcp_error())
+	 * keeps it: older kernels' tcp_abort() would report a reset too.
+	 */
+	if (READ_ONCE(tsk->sk_state) != TCP_CLOSE || !READ_ONCE(tsk->sk_err))
+		tcp_abort(tsk, ECONNRESET);
 	smr_hs_set_done(smr, false);
 	smr_hs_tell(smr, true);
 }
@@ -194,6 +202,9 @@ static enum smr_reason smr_hs_stream_reason(int err)
  */
 static void smr_hs_keep_tcp_error(struct smr_sock *smr, int err)
 {
+	/* TCP's answers that were no pending error of its own */
+	if (err == -EPIPE || err == -EAGAIN || err == -ENOTCONN)
+		return;
 	cmpxchg(&smr->tcp->sk->sk_err, 0, -err);
 }
 
@@ -214,7 +225,7 @@ static int smr_hs_send(struct smr_sock *smr, const struct smr_hs_msg *msg)
 	smr->hs_wrote = true;
 	ret = kernel_sendmsg(smr->tcp, &mh, &iov, 1, len);
 	/* -EPIPE alone: TCP had no error to hand us (sk_stream_error()) */
-	if (ret < 0 && ret != -EPIPE && ret != -EAGAIN)
+	if (ret < 0)
 		smr_hs_keep_tcp_error(smr, ret);
 	if (ret != len)
 		return ret < 0 ? ret : -EIO;

@@ -146,8 +146,10 @@ static void smr_tcp_mirror_error(struct sock *tsk, struct smr_sock *smr)
 		/*
 		 * TCP's own SIGIO for it reaches the owners only once the
 		 * socket settled on TCP (smr_tcp_sync_fasync(), under the
-		 * inner lock TCP holds here): before, a connect refused,
-		 * reset or aborted signals here.
+		 * inner lock TCP holds for the errors it raises): before, a
+		 * connect refused, reset or aborted signals here. (An error
+		 * queued with the error queue's skb comes unlocked: a racing
+		 * settle may then give one SIGIO too many or too few.)
 		 */
 		if (!sock_flag(tsk, SOCK_FASYNC))
 			sk_wake_async(&smr->sk, SOCK_WAKE_IO, POLL_ERR);

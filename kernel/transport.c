@@ -174,7 +174,8 @@ static int smr_tcp_recvmsg(struct smr_sock *smr, struct msghdr *msg,
 			   size_t len, int flags)
 {
 	struct socket *tcp = smr->tcp;
-	int ret;
+	int peek_off = READ_ONCE(smr->sk.sk_peek_off);
+	int moved, ret;
 
 	ret = tcp->ops->recvmsg(tcp, msg, len, flags);
 	smr_tcp_err_consumed(smr, ret);
@@ -182,11 +183,15 @@ static int smr_tcp_recvmsg(struct smr_sock *smr, struct msghdr *msg,
 		smr_tcp_count_bytes(smr, ret, false);
 	/*
 	 * Settled on TCP, TCP's read moved the peek offset it was given
-	 * (smr_tcp_sync_peek_off()); getsockopt() reads the SMR sock's.
+	 * (smr_tcp_sync_peek_off()); getsockopt() reads the SMR sock's. A
+	 * read never turns an offset off: an inner -1 is one not given yet
+	 * (the socket is settling, or listens), and an offset the
+	 * application set meanwhile stays.
 	 */
+	moved = READ_ONCE(tcp->sk->sk_peek_off);
 	if (READ_ONCE(smr->mode) == SMR_MODE_TCP && !(flags & MSG_ERRQUEUE) &&
-	    READ_ONCE(smr->sk.sk_peek_off) >= 0)
-		WRITE_ONCE(smr->sk.sk_peek_off, READ_ONCE(tcp->sk->sk_peek_off));
+	    peek_off >= 0 && moved >= 0)
+		cmpxchg(&smr->sk.sk_peek_off, peek_off, moved);
 	return ret;
 }
 

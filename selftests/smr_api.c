@@ -2443,7 +2443,7 @@ TEST_F(smr_api, listen_after_disconnect)
 	struct sockaddr_storage la, la2, unspec = { .ss_family = AF_UNSPEC };
 	struct sigaction sa = { .sa_handler = sigio_counted };
 	long long t0, took, hs_ms;
-	int l, cli, srv, fd, err;
+	int l, cli, srv, fd, err, peek_off;
 	struct smr_info info;
 	socklen_t len;
 	pid_t child;
@@ -2461,7 +2461,14 @@ TEST_F(smr_api, listen_after_disconnect)
 	ASSERT_EQ(0, xconnect(cli, &unspec, sizeof(sa_family_t)));
 	ASSERT_EQ(0, xgetint(cli, SOL_SOCKET, SO_ERROR, &err));
 	close(srv);
+	/* a peek offset where TCP has one (6.10 on) */
+	peek_off = xsetint(cli, SOL_SOCKET, SO_PEEK_OFF, 5) ? -1 : 5;
 	ASSERT_EQ(0, xlisten(cli, 4));
+	if (peek_off >= 0) {
+		/* a read on a listener moves nothing: TCP's ENOTCONN */
+		EXPECT_EQ(-ENOTCONN, xrecv(cli, &(char){0}, 1, 0));
+		EXPECT_EQ(5, GETINT(cli, SOL_SOCKET, SO_PEEK_OFF));
+	}
 	len = sizeof(la2);
 	ASSERT_EQ(0, getsockname(cli, SA(&la2), &len));
 	/* the disconnect unbound the address (not the port): the wildcard */
@@ -2490,6 +2497,9 @@ TEST_F(smr_api, listen_after_disconnect)
 	took = smr_now_ms() - t0;
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(100, GETINT(fd, SOL_SOCKET, SO_RCVLOWAT));
+	/* the accepted socket has its listener's offset, as a TCP child */
+	if (peek_off >= 0)
+		EXPECT_EQ(5, GETINT(fd, SOL_SOCKET, SO_PEEK_OFF));
 	if (self->smr) {
 		len = sizeof(info);
 		ASSERT_EQ(0, smr_info_get(fd, &info, &len));
