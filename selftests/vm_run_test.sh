@@ -38,11 +38,37 @@ smr_check() {
 	tap_result $? "$desc"
 }
 
+# smr_case_diag: if a check of the last vm-run case failed, that run's
+# own messages (the first 20: which host hung, booted again, ...), then
+# the last 30 lines of its stderr (the verdict, console tails) and of its
+# stdout, as TAP diagnostics, once. Called before the next case runs and
+# at the end, so that a CI log, where $tmp goes with the machine, still
+# shows why the run failed.
+smr_case=
+smr_case_failed=0
+smr_case_diag() {
+	local f=$tmp/$smr_case
+	[ -n "$smr_case" ] && [ "$tap_failed" -gt "$smr_case_failed" ] || return 0
+	{
+		echo "--- vm-run $smr_case: its messages ($f.err):"
+		grep '^vm-run: ' "$f.err" | head -n 20
+		echo "--- vm-run $smr_case: stderr, last 30 lines:"
+		tail -n 30 "$f.err"
+		echo "--- vm-run $smr_case: stdout, last 30 lines ($f.out):"
+		tail -n 30 "$f.out"
+	} | tap_diag
+	smr_case=
+}
+
 # smr_vm NAME ARGS...: run vm-run; stdout, stderr, status and run directory
-# of the run are left in $tmp/NAME.{out,err,rc} and $tmp/NAME.run/.
+# of the run are left in $tmp/NAME.{out,err,rc} and $tmp/NAME.run/. The
+# checks that follow, up to the next smr_vm, are this case's.
 smr_vm() {
 	local name=$1 t0=$SECONDS rc
 	shift
+	smr_case_diag
+	smr_case=$name
+	smr_case_failed=$tap_failed
 	SMR_VM_RUN_DIR=$tmp/$name.run "$vm_run" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
 	echo "$rc" >"$tmp/$name.rc"
@@ -51,6 +77,25 @@ smr_vm() {
 
 smr_rc() {
 	cat "$tmp/$1.rc"
+}
+
+# smr_vm_bootagain NAME ARGS...: smr_vm for a case whose first boot is made
+# to hang (SMR_VM_TEST_BOOT_HANG=1). That takes vm-run's one spare boot, so
+# a second boot that hangs by itself (a lost TCG timer: what vm-run boots
+# again for, a few boots in a hundred on a busy machine) fails the run;
+# then the case runs once more, its first try kept as NAME.try1.*.
+smr_vm_bootagain() {
+	local name=$1 f
+	smr_vm "$@"
+	if [ "$(smr_rc "$name")" != 1 ] ||
+	   ! grep -q 'hung before init twice, giving up' "$tmp/$name.err"; then
+		return 0
+	fi
+	echo "# vm-run $name: the second boot hung by itself, running the case again"
+	for f in out err rc run; do
+		mv "$tmp/$name.$f" "$tmp/$name.try1.$f"
+	done
+	smr_vm "$@"
 }
 
 # Lines "check NAME ok" printed by a guest command.
@@ -153,6 +198,7 @@ tap_result $? "no smr.ko for 6.12: says to run make"
 smr_fake_ko "$fake/build/kernels/$k612-test/kernel/smr.ko" "$k612"
 smr_check "--module test picks build/kernels/RELEASE-test/kernel/smr.ko (build-copy --test's)" \
 	smr_ko_is "$fake/build/kernels/$k612-test/kernel/smr.ko" --kernel 6.12 --module test
+# shellcheck disable=SC2209 # an environment assignment, not a string
 got=$(SMR_VM_MODULE=test "$fake/scripts/vm-run" --kernel 6.12 --dry-run 2>/dev/null | sed -n 's/^smr_ko=//p')
 [ "$got" = "$fake/build/kernels/$k612-test/kernel/smr.ko" ]
 tap_result $? "SMR_VM_MODULE=test does the same"
@@ -377,10 +423,11 @@ fi
 
 # --- a kernel that hangs before init (a lost timer interrupt under TCG):
 # booted again once, the hung boot's consoles kept; twice fails the run
-SMR_VM_TEST_BOOT_HANG=1 smr_vm bootagain "${smr_opts[@]}" --hosts 1 -- 'echo check booted ok'
+SMR_VM_TEST_BOOT_HANG=1 smr_vm_bootagain bootagain "${smr_opts[@]}" --hosts 1 -- 'echo check booted ok'
 tap_result "$(smr_rc bootagain)" "a guest that hung before init is booted again and the run passes"
 # smr_booted_again NAME: NAME's run said so, kept the first boot's
 # console, and its command ran once
+# shellcheck disable=SC2317 # called through smr_check
 smr_booted_again() {
 	grep -q "host A: the kernel hung before init" "$tmp/$1.err" &&
 		grep -q "booting the guests again" "$tmp/$1.err" &&
@@ -389,15 +436,18 @@ smr_booted_again() {
 }
 smr_check "it said so, kept the hung console, and ran the command once" smr_booted_again bootagain
 # two hosts on the switch: both guests and the relay go and come again,
-# and the new wire carries B's answer to A
+# and the new wire carries B's answer to A. A only reads (-u): a client
+# that sent its EOF at once would have B's socat end the exchange 0.5 s
+# later (its -t), before a slow guest's echo had run, and A get nothing.
 # shellcheck disable=SC2016 # the guests' variables
-SMR_VM_TEST_BOOT_HANG=1 SMR_VM_WIRE=switch smr_vm bootagain2 "${smr_opts[@]}" --hosts 2 \
+SMR_VM_TEST_BOOT_HANG=1 SMR_VM_WIRE=switch smr_vm_bootagain bootagain2 "${smr_opts[@]}" --hosts 2 \
 	--b 'exec socat TCP-LISTEN:7000,reuseaddr,fork SYSTEM:"echo from-b"' -- \
-	'for i in $(seq 30); do r=$(socat -T 5 - TCP:$SMR_PEER_ADDR:7000 </dev/null 2>/dev/null) && [ "$r" = from-b ] && break; sleep 1; done
+	'for i in $(seq 30); do r=$(socat -u -T 5 TCP:$SMR_PEER_ADDR:7000 - 2>/dev/null) && [ "$r" = from-b ] && break; sleep 1; done
 	[ "$r" = from-b ] && echo check booted ok'
 tap_result "$(smr_rc bootagain2)" "two hosts on the switch, A hung before init: both booted again, A reaches B"
 smr_check "it said so, kept A's hung console, and ran A's command once" smr_booted_again bootagain2
 SMR_VM_TEST_BOOT_HANG=2 smr_vm boothung "${smr_opts[@]}" --hosts 1 -- 'echo check booted ok'
+# shellcheck disable=SC2317 # called through smr_check
 smr_hung_twice() {
 	[ "$(smr_rc boothung)" = 1 ] &&
 		grep -q "host A: hung before init twice, giving up" "$tmp/boothung.err" &&
@@ -410,6 +460,7 @@ smr_vm timeout "${smr_opts[@]}" --timeout 40 -- 'sleep 600'
 smr_check "--timeout kills the guest and says which host" \
 	grep -q 'timeout on host A' "$tmp/timeout.err"
 
+smr_case_diag
 if [ "$tap_failed" -gt 0 ]; then
 	echo "# $tap_failed test(s) failed; vm-run outputs kept in $tmp"
 	exit 1
