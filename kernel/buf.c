@@ -636,9 +636,17 @@ static struct smr_buf *smr_buf_alloc(struct ib_pd *pd, u32 size, bool remote,
 }
 
 /*
- * Register @buf under a fresh key; a registered one is invalidated in the
- * same post, so that a key a former peer knew stops working. The mapping
- * stays as smr_buf_alloc_charged() made it.
+ * Register @buf under a fresh key, invalidating the old one in the same
+ * post, so that a key a former peer knew stops working. The mapping stays
+ * as smr_buf_alloc_charged() made it.
+ *
+ * A new buffer's MR is invalidated too, although it never had a key: rxe
+ * runs a local operation again when it retransmits a request posted before
+ * it (its retry restarts at the oldest request not yet acknowledged, local
+ * ones included), and a second REG_MR of a valid MR fails the whole QP. rxe
+ * runs a LOCAL_INV only once every request before it completed, so the
+ * pair never sits behind an unacknowledged one (rxe's fence since 6.0).
+ * Invalidating a free MR leaves it free (rxe checks its key, siw its index).
  */
 static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf,
 			    const unsigned long *deadline)
@@ -647,11 +655,9 @@ static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf,
 	struct ib_reg_wr reg = {};
 	int err;
 
-	if (buf->registered) {
-		inv.opcode = IB_WR_LOCAL_INV;
-		inv.ex.invalidate_rkey = buf->mr->rkey;
-		inv.next = &reg.wr;
-	}
+	inv.opcode = IB_WR_LOCAL_INV;
+	inv.ex.invalidate_rkey = buf->mr->rkey;
+	inv.next = &reg.wr;
 	ib_update_fast_reg_key(buf->mr, ib_inc_rkey(buf->mr->rkey));
 	reg.wr.opcode = IB_WR_REG_MR;
 	reg.mr = buf->mr;
@@ -660,7 +666,7 @@ static int smr_buf_register(struct smr_buf_pool *pool, struct smr_buf *buf,
 	if (buf->remote)
 		reg.access |= IB_ACCESS_REMOTE_WRITE;
 
-	err = pool->post_reg(pool, buf->registered ? &inv : &reg.wr, deadline);
+	err = pool->post_reg(pool, &inv, deadline);
 	if (err) {
 		/* the MR's state is unknown now: never reuse it */
 		buf->registered = false;

@@ -53,7 +53,7 @@ struct smr_buf {
 	void			*cpu;		/* the ring, virtually contiguous */
 	u32			size;
 	bool			remote;		/* RMB: remote write allowed */
-	bool			registered;	/* MR valid: invalidate first */
+	bool			registered;	/* MR valid under its key */
 	struct sg_table		sgt;
 	int			nents;		/* DMA-mapped entries */
 	struct ib_mr		*mr;

@@ -18,6 +18,7 @@ suite_tests=(
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
+	"retry_registration|a new connection registers its buffers while the link has a request in flight that B never acknowledges (B drops RoCE for 3 s), so A's QP retransmits (rxe completer_retry_err) and the registration waits for B's acknowledgment: no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -250,6 +251,77 @@ case_refused() {
 	ck "A's kernel lines saying 'send refused: link down' since the case began" "$said" eq 1
 	after_fault ref2 6142
 	t_note "a CDC post refused on A (fault_link_post): A's $ok_n/$faults_conns sockets failed, both links gone, links_failed +$(delta ref.pre ref.post a links_failed), A's kernel said 'send refused' $said time(s); a new connection ran in mode rdma"
+	t_end
+}
+
+# A connection that registers its buffers while its link waits for an
+# acknowledgment: the last byte of connection "held" is lost (B drops
+# RoCE), then "late" connects, with buffer sizes no pool holds (-r), so
+# A registers new ones. rxe retransmits from the oldest request not
+# acknowledged and ran a REG_MR posted after it a second time, which
+# failed the QP: both links went down with the connections on them.
+rreg_cdcs_sent() {
+	rdma_stats | awk '$1 == "cdc_sent" { print $2 }'
+}
+
+rreg_timeouts() {
+	sysctl -qw net.smr.handshake_timeout_ms="$1"
+	b_call sysctl net.smr.handshake_timeout_ms="$1"
+}
+
+case_retry_registration() {
+	local held_pid late_pid r saved_hs retries late_ms sent
+	t_begin retry_registration
+	rm -f "$work/rreg.go" "$work/rreg.ready"
+	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
+	# the late handshake waits for its registration, which waits for B's
+	# acknowledgments (3 s and the next retransmission)
+	r=$(rreg_timeouts 15000)
+	ck "B's handshake timeout" "$r" eq "net.smr.handshake_timeout_ms = 15000"
+	snap rreg.pre
+	snap_rxe rreg.pre
+	if ! serve rreg -p 6150 -n 2 -s 1025 -m 64 -M rdma -T 120; then
+		rreg_timeouts "$saved_hs" >/dev/null
+		t_end
+		return
+	fi
+	client_bg_ready rreg_held 60 "the held connection up" -a "$peer" -p 6150 \
+		-n 1 -s 1025 -m 64 -M rdma -H "$work/rreg.go" -h 1024 -T 120
+	held_pid=$bg_pid
+	r=$(b_call roce_drop on)
+	ck "B drops RoCE" "$r" eq ok
+	# one byte, unacknowledged, in the send queue before the registrations
+	sent=$(rreg_cdcs_sent)
+	: >"$work/rreg.go"
+	for _ in $(seq 200); do
+		[ "$(rreg_cdcs_sent)" -gt "$sent" ] && break
+		sleep 0.05
+	done
+	ck "A: the held connection's last byte posted" "$(rreg_cdcs_sent)" gt "$sent"
+	client_bg rreg_late -a "$peer" -p 6150 -n 1 -s 1025 -m 64 -M rdma \
+		-r 300000 -T 120
+	late_pid=$bg_pid
+	sleep 3
+	r=$(b_call roce_drop off)
+	ck "B takes RoCE again" "$r" eq ok
+	client_bg_wait "$held_pid" rreg_held
+	client_bg_wait "$late_pid" rreg_late
+	server_result rreg 60
+	ck "the held connection intact in mode rdma" "$(summary_field rreg_held client ok)" eq 1
+	ck "the late connection intact in mode rdma" "$(summary_field rreg_late client ok)" eq 1
+	ck "B's server: both connections intact in mode rdma" "$(summary_field rreg server ok)" eq 2
+	rreg_timeouts "$saved_hs" >/dev/null
+	# the late connection's registration waited behind the lost byte
+	late_ms=$(sed -n 's/^conn .* t_ms=\([0-9]*\) .*/\1/p' "$work/rreg_late.client")
+	ck "the late connection's time from connect() (ms)" "${late_ms:-none}" ge 2000
+	snap rreg.post
+	snap_rxe rreg.post
+	retries=$(delta_in rxe rreg.pre rreg.post a completer_retry_err)
+	ck "A's QP retransmitted (rxe completer_retry_err)" "$retries" gt 0
+	ck "A's link failures" "$(delta rreg.pre rreg.post a links_failed)" eq 0
+	ck "B's link failures" "$(delta rreg.pre rreg.post b links_failed)" eq 0
+	ck "A's buffers registered" "$(delta rreg.pre rreg.post a buffers_registered)" gt 0
+	t_note "B dropped RoCE for 3 s after a held connection's write and while a second connection registered new buffers: A's QP retransmitted $retries time(s) (B's $(delta_in rxe rreg.pre rreg.post b completer_retry_err)), the late connection waited $late_ms ms for its registration and handshake, no link failed, both connections intact in mode rdma"
 	t_end
 }
 
