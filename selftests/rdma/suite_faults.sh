@@ -10,6 +10,7 @@
 
 # shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
+	"retry_registration|a new connection registers its buffers while the link has a request in flight that B never acknowledges (B drops RoCE until A posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
 	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways: every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
@@ -18,7 +19,6 @@ suite_tests=(
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
-	"retry_registration|a new connection registers its buffers while the link has a request in flight that B never acknowledges (B drops RoCE until A posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -261,6 +261,8 @@ case_refused() {
 # behind the byte. rxe retransmits from the oldest request not
 # acknowledged and ran a REG_MR posted after it a second time, which
 # failed the QP: both links went down with the connections on them.
+# First in the suite: run after the setup case, both links stalled once
+# B heard again (not understood yet: stop 28's note).
 rreg_cdcs_sent() {
 	rdma_stats | awk '$1 == "cdc_sent" { print $2 }'
 }
