@@ -10,7 +10,6 @@
 
 # shellcheck disable=SC2034 # read by selftests/lib/guests.sh
 suite_tests=(
-	"retry_registration|a new connection registers its buffers while the link has a request in flight that B never acknowledges (B drops RoCE until A posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
 	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways: every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
@@ -19,6 +18,7 @@ suite_tests=(
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
+	"retry_registration|a new connection registers its buffers while the link has a request in flight that B never acknowledges (B drops A's RoCE requests until A posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -26,7 +26,7 @@ faults_conns=4
 
 # --- host B --------------------------------------------------------------------
 
-# roce_drop on|off: drop every RoCE v2 packet (UDP 4791) received.
+# roce_drop on|requests|off: drop RoCE v2 packets received (roce_drop).
 b_roce_drop() {
 	if roce_drop "$1"; then echo ok; else echo "nft failed: $?"; fi
 }
@@ -69,16 +69,25 @@ b_hold_release() {
 
 # --- both hosts ----------------------------------------------------------------
 
-# roce_drop on|off: this host drops every RoCE v2 packet it receives (a
-# partition of the RDMA network while TCP still flows: neither end's
-# packets are acknowledged). Only input: rxe does not recover from its own
-# packets refused on output (its management QP stops sending for good).
+# roce_drop on|requests|off: this host drops every RoCE v2 packet it
+# receives (on: a partition of the RDMA network while TCP still flows:
+# neither end's packets are acknowledged), or every one but the
+# acknowledgments of its own requests (requests: the peer's requests go
+# unacknowledged while this host's own complete; the BTH opcode is the
+# first byte of the UDP payload, 0x11 is RC Acknowledge). Only input: rxe
+# does not recover from its own packets refused on output (its management
+# QP stops sending for good).
 roce_drop() {
+	local match
 	nft delete table inet smr_faults 2>/dev/null
-	[ "$1" = on ] || return 0
-	nft -f - <<'NFT'
+	case $1 in
+	on) match="udp dport 4791" ;;
+	requests) match="udp dport 4791 @th,64,8 != 0x11" ;;
+	*) return 0 ;;
+	esac
+	nft -f - <<NFT
 table inet smr_faults {
-	chain in { type filter hook input priority 0; udp dport 4791 drop; }
+	chain in { type filter hook input priority 0; $match drop; }
 }
 NFT
 }
@@ -256,20 +265,23 @@ case_refused() {
 
 # A connection that registers its buffers while its link waits for an
 # acknowledgment: the last byte of connection "held" is lost (B drops
-# RoCE), then "late" connects, with buffer sizes no pool holds (-r), so
-# A registers new ones; B hears again once A posted the registration
-# behind the byte. rxe retransmits from the oldest request not
-# acknowledged and ran a REG_MR posted after it a second time, which
+# A's RoCE requests), then "late" connects, with buffer sizes no pool
+# holds (-r), so A registers new ones; B hears again once A posted the
+# registration behind the byte. rxe retransmits from the oldest request
+# not acknowledged and ran a REG_MR posted after it a second time, which
 # failed the QP: both links went down with the connections on them.
-# First in the suite: run after the setup case, both links stalled once
-# B heard again (not understood yet: stop 28's note).
+# A's link fails when nothing completes for SMR_LINK_STALL_TIMEOUT from
+# its last completion (5 to 10 s after the byte, as the keepalive falls):
+# the registration must be posted, and B hear again, before then.
 rreg_cdcs_sent() {
 	rdma_stats | awk '$1 == "cdc_sent" { print $2 }'
 }
 
-# rreg_sq_free: the free send queue entries of A's active links, summed.
+# rreg_sq_free: the free send queue entries of A's active link; -1 once
+# it is gone (a link that failed is no registration posted).
 rreg_sq_free() {
-	rdma_links | awk 'NR > 1 && $3 == "active" { n += $11 } END { print n + 0 }'
+	rdma_links | awk 'NR > 1 && $3 == "active" { n += $11; up = 1 }
+		END { print up ? n : -1 }'
 }
 
 rreg_timeouts() {
@@ -278,7 +290,7 @@ rreg_timeouts() {
 }
 
 case_retry_registration() {
-	local held_pid late_pid r saved_hs retries late_ms sent free taken
+	local held_pid late_pid r saved_hs retries late_ms sent free now taken
 	t_begin retry_registration
 	rm -f "$work/rreg.go" "$work/rreg.ready"
 	saved_hs=$(sysctl -n net.smr.handshake_timeout_ms)
@@ -295,8 +307,13 @@ case_retry_registration() {
 	client_bg_ready rreg_held 60 "the held connection up" -a "$peer" -p 6150 \
 		-n 1 -s 1025 -m 64 -M rdma -H "$work/rreg.go" -h 1024 -T 120
 	held_pid=$bg_pid
-	r=$(b_call roce_drop on)
-	ck "B drops RoCE" "$r" eq ok
+	# B deaf to A's requests only: B's own requests (its keepalive, its
+	# registration for the late connection's accept, fenced behind them)
+	# still complete, so B's side of the late handshake never waits for
+	# the drop to end (CI: B's keepalive went out just after the drop
+	# began, B's registration waited behind it, A's never came)
+	r=$(b_call roce_drop requests)
+	ck "B drops the RoCE requests it receives" "$r" eq ok
 	# one byte, unacknowledged, in the send queue before the registrations
 	sent=$(rreg_cdcs_sent)
 	: >"$work/rreg.go"
@@ -313,12 +330,17 @@ case_retry_registration() {
 	# retransmission comes after it either way (while B is deaf, nothing
 	# A posted completes, so the queue's entries only go)
 	for _ in $(seq 400); do
-		[ "$(rreg_sq_free)" -lt "$free" ] && break
+		now=$(rreg_sq_free)
+		[ "$now" -lt "$free" ] && break
 		sleep 0.05
 	done
-	taken=$((free - $(rreg_sq_free)))
 	r=$(b_call roce_drop off)
-	ck "B takes RoCE again" "$r" eq ok
+	ck "B takes RoCE requests again" "$r" eq ok
+	if [ "$now" -lt 0 ]; then
+		taken="none (A's link failed first)"
+	else
+		taken=$((free - now))
+	fi
 	ck "A: send queue entries the late connection's registration took behind the lost byte" "$taken" gt 0
 	client_bg_wait "$held_pid" rreg_held
 	client_bg_wait "$late_pid" rreg_late
@@ -335,7 +357,7 @@ case_retry_registration() {
 	ck "A's link failures" "$(delta rreg.pre rreg.post a links_failed)" eq 0
 	ck "B's link failures" "$(delta rreg.pre rreg.post b links_failed)" eq 0
 	ck "A's buffers registered" "$(delta rreg.pre rreg.post a buffers_registered)" gt 0
-	t_note "B dropped RoCE from before a held connection's last byte until a second connection's registration of new buffers was posted behind it ($taken send queue entries): A's QP retransmitted $retries time(s) (B's $(delta_in rxe rreg.pre rreg.post b completer_retry_err)), the late connection took ${late_ms:-?} ms, no link failed, both connections intact in mode rdma"
+	t_note "B dropped A's RoCE requests from before a held connection's last byte until a second connection's registration of new buffers was posted behind it ($taken send queue entries): A's QP retransmitted $retries time(s) (B's $(delta_in rxe rreg.pre rreg.post b completer_retry_err)), the late connection took ${late_ms:-?} ms, no link failed, both connections intact in mode rdma"
 	t_end
 }
 
