@@ -272,12 +272,13 @@ case_refused() {
 # B's own requests must complete (its accept registers buffers behind
 # them; CI: B deaf to everything, B's keepalive unacknowledged, B's answer
 # to the late handshake waited for the drop), and A ends the drop at once
-# (B's control channel took up to 16 s on a loaded host). rxe retransmits from the oldest request
-# not acknowledged and ran a REG_MR posted after it a second time, which
-# failed the QP: both links went down with the connections on them.
+# (B's control channel took up to 16 s on a loaded host). rxe retransmits
+# from the oldest request not acknowledged and ran a REG_MR posted after
+# it a second time, which failed the QP: both links went down with the
+# connections on them.
 # A's link fails when nothing completes for SMR_LINK_STALL_TIMEOUT from
 # its last completion (5 to 10 s after the byte, as the keepalive falls):
-# the registration must be posted, and B hear again, before then.
+# the registration must be posted, and A hear again, before then.
 rreg_cdcs_sent() {
 	rdma_stats | awk '$1 == "cdc_sent" { print $2 }'
 }
