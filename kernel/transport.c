@@ -238,9 +238,21 @@ static int smr_tcp_ioctl(struct smr_sock *smr, unsigned int cmd,
 	return smr->tcp->ops->ioctl(smr->tcp, cmd, arg);
 }
 
+/*
+ * TCP's answer and state are the socket's. In SYN_SENT TCP disconnects
+ * (inet_shutdown()), which turns the peek offset off (tcp_disconnect()):
+ * the application's is the SMR sock's, so it goes too.
+ */
 static int smr_tcp_shutdown(struct smr_sock *smr, int how)
 {
-	return smr->tcp->ops->shutdown(smr->tcp, how);
+	struct socket *tcp = smr->tcp;
+	int err;
+
+	err = tcp->ops->shutdown(tcp, how);
+	/* only a disconnect leaves a socket unconnected without an error */
+	if (!err && READ_ONCE(tcp->state) == SS_UNCONNECTED)
+		WRITE_ONCE(smr->sk.sk_peek_off, -1);
+	return err;
 }
 
 static void smr_tcp_option_set(struct smr_sock *smr, int level, int optname)

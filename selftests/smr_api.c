@@ -3431,6 +3431,37 @@ TEST_F(smr_api, shutdown_unconnected)
 	EXPECT_EQ(-ECONNREFUSED, xconnect(cli, &la, af_len(self->af)));
 }
 
+/*
+ * shutdown() of a socket in SYN_SENT disconnects it (inet_shutdown() calls
+ * tcp_disconnect()), which turns SO_PEEK_OFF off (6.10 on; before, neither
+ * socket takes it). Before the fix an SMR socket kept its offset.
+ */
+TEST_F(smr_api, shutdown_syn_sent_peek_off)
+{
+	struct sockaddr_storage la;
+	int l = LISTENER(0, &la);
+	struct tcp_info ti;
+	int c1, c2, ret;
+
+	c1 = CONNECT(&la);
+	ASSERT_TRUE(wait_acceptq(l, 1));
+	c2 = NEW_SOCK(SOCK_STREAM);
+	ret = xsetint(c2, SOL_SOCKET, SO_PEEK_OFF, 5);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "no SO_PEEK_OFF on this kernel");
+	ASSERT_EQ(0, ret);
+	/* the accept queue is full: the SYN goes unanswered */
+	set_nonblock(c2, true);
+	ASSERT_EQ(-EINPROGRESS, xconnect(c2, &la, af_len(self->af)));
+	ASSERT_EQ(0, tcp_info_get(c2, &ti));
+	ASSERT_EQ(ST_SYN_SENT, ti.tcpi_state);
+	EXPECT_EQ(5, GETINT(c2, SOL_SOCKET, SO_PEEK_OFF));
+	EXPECT_EQ(0, xshutdown(c2, SHUT_WR));
+	EXPECT_EQ(-1, GETINT(c2, SOL_SOCKET, SO_PEEK_OFF));
+	close(c2);
+	close(c1);
+}
+
 /* shutdown(SHUT_RD) on a listener wakes a thread blocked in accept(). */
 TEST_F(smr_api, shutdown_wakes_accept)
 {
