@@ -92,6 +92,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 	spin_lock_init(&smr->accept_lock);
 	mutex_init(&smr->pull_mutex);
 	INIT_WORK(&smr->accept_work, smr_accept_work);
+	INIT_LIST_HEAD(&smr->rx_splicers);
 	/* SOL_SOCKET options reach smr_setsockopt() to go to both socks */
 	if (sock)
 		set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);

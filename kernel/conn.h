@@ -297,6 +297,9 @@ void smr_tx_write_space(struct smr_sock *smr);
 /* rx.c: receiving */
 int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 		   int flags);
+ssize_t smr_rx_splice_read(struct smr_sock *smr, struct socket *sock,
+			   loff_t *ppos, struct pipe_inode_info *pipe,
+			   size_t len, unsigned int flags);
 __poll_t smr_rx_poll(struct smr_sock *smr);
 void smr_rx_lowat_changed(struct smr_sock *smr);
 int smr_rx_ioctl(struct smr_sock *smr, unsigned int cmd, unsigned long arg);

@@ -20,11 +20,13 @@
  * ---------------------
  * Readers run under the SMR sock lock (one reader copies at a time, and
  * the link teardown, which frees the RMB, takes it too); cursors are read
- * and written under conn->lock.
+ * and written under conn->lock. smr->rx_splicers is under the sock lock;
+ * its entries live on their splicers' stacks, on it while they run.
  */
 #include <linux/net.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
+#include <linux/splice.h>
 #include <asm/ioctls.h>
 #include <linux/sockios.h>
 #include <linux/uaccess.h>
@@ -196,6 +198,46 @@ static int smr_rx_wait_verdict(struct smr_sock *smr, size_t copied,
 }
 
 /*
+ * splice_read() copies through recvmsg() (the generic page-by-page copy),
+ * but leaves SO_PEEK_OFF alone as TCP's does: the reads it makes know it
+ * by their task. Several tasks may splice at once, as on TCP.
+ */
+struct smr_rx_splicer {
+	struct list_head	node;
+	struct task_struct	*task;
+};
+
+ssize_t smr_rx_splice_read(struct smr_sock *smr, struct socket *sock,
+			   loff_t *ppos, struct pipe_inode_info *pipe,
+			   size_t len, unsigned int flags)
+{
+	struct smr_rx_splicer me = { .task = current };
+	struct sock *sk = &smr->sk;
+	ssize_t ret;
+
+	lock_sock(sk);
+	list_add(&me.node, &smr->rx_splicers);
+	release_sock(sk);
+	ret = copy_splice_read(sock->file, ppos, pipe, len, flags);
+	lock_sock(sk);
+	list_del(&me.node);
+	release_sock(sk);
+	return ret;
+}
+
+/* Is this read one of splice_read()'s? Sock lock held. */
+static bool smr_rx_splicing(struct smr_sock *smr)
+{
+	struct smr_rx_splicer *s;
+
+	sock_owned_by_me(&smr->sk);
+	list_for_each_entry(s, &smr->rx_splicers, node)
+		if (s->task == current)
+			return true;
+	return false;
+}
+
+/*
  * Where a read continues: at rx_cons, or a peek past what it peeked
  * (@peek_pos; 0 before its first look, or while it is still at byte 0),
  * its first look @peek_off (SO_PEEK_OFF) bytes past rx_cons. While a peek
@@ -302,7 +344,8 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 				sk_peek_offset_fwd(sk, n);
 				continue;
 			}
-			sk_peek_offset_bwd(sk, n);
+			if (!smr_rx_splicing(smr))
+				sk_peek_offset_bwd(sk, n);
 			if (smr_rx_consumed(smr, n))
 				push = true;
 			continue;

@@ -139,6 +139,9 @@ struct smr_sock {
 	atomic64_t		rdma_bytes_sent;
 	atomic64_t		rdma_bytes_received;
 
+	/* sock lock: tasks in splice_read() in RDMA mode (rx.c) */
+	struct list_head	rx_splicers;
+
 	struct smr_conn		conn;		/* the RDMA data path (conn.h) */
 };
 

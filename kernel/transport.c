@@ -377,14 +377,13 @@ static int smr_rdma_recvmsg(struct smr_sock *smr, struct msghdr *msg,
 	return smr_rx_recvmsg(smr, msg, len, flags);
 }
 
-/* the generic page-by-page copy through recvmsg() */
 static ssize_t smr_rdma_splice_read(struct smr_sock *smr, struct socket *sock,
 				    loff_t *ppos, struct pipe_inode_info *pipe,
 				    size_t len, unsigned int flags)
 {
 	if (!sock->file)
 		return smr_tcp_splice_read(smr, sock, ppos, pipe, len, flags);
-	return copy_splice_read(sock->file, ppos, pipe, len, flags);
+	return smr_rx_splice_read(smr, sock, ppos, pipe, len, flags);
 }
 
 static __poll_t smr_rdma_poll(struct smr_sock *smr, struct file *file)

@@ -4249,6 +4249,35 @@ TEST_F(smr_api, splice)
 	EXPECT_EQ(0, wait_child(pid));
 }
 
+/*
+ * splice() from the socket consumes bytes but leaves SO_PEEK_OFF where it
+ * was (tcp_splice_read() does not move it; 6.10 on); a read moves it back.
+ * Before the fix an SMR socket in mode rdma moved it back on splice too.
+ */
+TEST_F(smr_api, splice_keeps_peek_off)
+{
+	char buf[8] = "";
+	int cli, srv, p[2], ret;
+
+	PAIR(&cli, &srv);
+	ret = xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, 0);
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "no SO_PEEK_OFF on this kernel");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(6, xsend(cli, "abcdef", 6, 0));
+	recv_is(_metadata, srv, 4, MSG_PEEK | MSG_WAITALL, "abcd");
+	EXPECT_EQ(4, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	ASSERT_EQ(3, splice(srv, NULL, p[1], NULL, 3, 0));
+	ASSERT_EQ(3, read(p[0], buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "abc", 3));
+	EXPECT_EQ(4, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	recv_is(_metadata, srv, 1, 0, "d");
+	EXPECT_EQ(3, GETINT(srv, SOL_SOCKET, SO_PEEK_OFF));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* ================= processes and namespaces ================= */
 
 TEST_F(smr_api, fork_inherit)
