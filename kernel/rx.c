@@ -314,6 +314,12 @@ int smr_rx_recvmsg(struct smr_sock *smr, struct msghdr *msg, size_t len,
 			spin_unlock_bh(&conn->lock);
 			break;
 		}
+		if (avail && at_mark && signal_pending(current)) {
+			/* nor goes on from it with a signal (SIGURG?) pending */
+			spin_unlock_bh(&conn->lock);
+			err = timeo ? sock_intr_errno(timeo) : -EAGAIN;
+			break;
+		}
 		if (avail && at_mark && !sock_flag(sk, SOCK_URGINLINE)) {
 			/* out of band: a read from the mark skips the byte */
 			if (flags & MSG_PEEK)

@@ -3587,6 +3587,48 @@ TEST_F(smr_api, oobinline_read_stops_at_mark)
 		TH_LOG("then read \"%.3s\"", buf);
 }
 
+static volatile sig_atomic_t sigurg_count;
+
+static void on_sigurg(int sig)
+{
+	sigurg_count++;
+}
+
+/*
+ * A read that reaches the urgent mark with nothing copied while a signal
+ * is pending returns EINTR (tcp_recvmsg_locked(); EAGAIN without a
+ * timeout), and the byte stays for the next read. Here SIGURG itself, sent
+ * as the urgent byte comes, wakes the blocked reader. Before the fix an SMR
+ * socket in mode rdma read on: it returned the byte, in line.
+ */
+TEST_F(smr_api, urgent_mark_signal_pending)
+{
+	struct sigaction sa = { .sa_handler = on_sigurg };	/* no restart */
+	int cli, srv, mark;
+	char c = 0;
+	pid_t pid;
+
+	PAIR(&cli, &srv);
+	EXPECT_EQ(1, SETINT_GET(srv, SOL_SOCKET, SO_OOBINLINE, 1));
+	ASSERT_EQ(0, sigaction(SIGURG, &sa, NULL));
+	ASSERT_EQ(0, fcntl(srv, F_SETOWN, getpid()));
+	pid = FORK_PEER(srv);
+	if (pid == 0) {
+		usleep(500 * 1000);	/* the reader is asleep by then */
+		CHILD_CHECK(xsend(cli, "U", 1, MSG_OOB) == 1, "send");
+		_exit(0);
+	}
+	close(cli);
+	EXPECT_EQ(-EINTR, xrecv(srv, &c, 1, 0))
+		TH_LOG("read '%c' at the mark", c);
+	EXPECT_EQ(1, sigurg_count);
+	ASSERT_EQ(0, xioctl_int(srv, SIOCATMARK, &mark));
+	EXPECT_EQ(1, mark);
+	EXPECT_EQ(1, recv_upto(srv, &c, 1, SOON_MS));
+	EXPECT_EQ('U', c);
+	EXPECT_EQ(0, wait_child(pid));
+}
+
 /* ================= close ================= */
 
 TEST_F(smr_api, close_unread_rst)
