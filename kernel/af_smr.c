@@ -7,7 +7,8 @@
  * connection has negotiated an RDMA path it is served by its inner TCP
  * socket (tcp_path.c), whose answers, errnos, poll masks and blocking
  * behaviour are TCP's own. The operations here never ask for the mode:
- * what differs between the paths is the transport's.
+ * what differs between the paths is the transport's. (The SMR sock's
+ * sk_write_space asks which transport it has: only RDMA's ring is SMR's.)
  *
  * A listening SMR socket drains its inner TCP accept queue from a work
  * item, negotiates with each child (handshake.c) and queues the decided
@@ -59,6 +60,22 @@ static void smr_sock_destruct(struct sock *sk)
 	smr_conn_destruct(smr_sk(sk));
 }
 
+/*
+ * setsockopt(SO_SNDBUF) calls this. The SMR sock's own send queue is
+ * always empty, so sock_def_write_space() found it writable every time
+ * and woke pollers and signalled its owner (POLL_OUT) while the socket
+ * was full; what poll() reports is the transport's. In RDMA mode the send
+ * ring decides; otherwise the inner TCP socket does, and TCP's own
+ * write_space ran for the option it took (smr_setsockopt()).
+ */
+static void smr_sock_write_space(struct sock *sk)
+{
+	struct smr_sock *smr = smr_sk(sk);
+
+	if (smr_transport(smr)->mode == SMR_MODE_RDMA)
+		smr_tx_write_space(smr);
+}
+
 static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 				   int protocol, int kern)
 {
@@ -70,6 +87,7 @@ static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,
 		return NULL;
 	sock_init_data(sock, sk);
 	sk->sk_destruct = smr_sock_destruct;
+	sk->sk_write_space = smr_sock_write_space;
 	sk->sk_type = SOCK_STREAM;	/* children are made without a socket */
 	sk->sk_protocol = protocol;
 	sk->sk_state = TCP_CLOSE;

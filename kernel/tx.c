@@ -17,7 +17,8 @@
  *
  * Writers block (or get EAGAIN) when the send buffer is full, which happens
  * exactly when the peer's RMB has been full long enough for the send
- * buffer to fill behind it; they wake when a WRITE completes. A writer that
+ * buffer to fill behind it; they wake when a WRITE completes (and an O_ASYNC
+ * owner that found it full gets SIGIO POLL_OUT, as from TCP). A writer that
  * fills a ring smaller than twice the peer's RMB gets a larger one, once
  * (smr_tx_grow()).
  *
@@ -352,11 +353,18 @@ bool smr_tx_writable_locked(const struct smr_conn *conn)
 /*
  * A writer or poller waiting for room (SOCK_NOSPACE) is woken once there
  * is enough (smr_tx_writable_locked() says why only then); completions and
- * consumer updates are no event otherwise. Any context, no lock held.
+ * consumer updates are no event otherwise. The O_ASYNC owner gets SIGIO
+ * POLL_OUT then, as from TCP's sk_stream_write_space(): SOCK_NOSPACE is
+ * set where TCP arms that signal (SOCKWQ_ASYNC_NOSPACE), by a send that
+ * found no room and by a poll that found the socket not writable; not
+ * once writing is shut down. Any context, no lock held; setsockopt()
+ * calls it too (the SMR sock's sk_write_space in RDMA mode).
  */
 void smr_tx_write_space(struct smr_sock *smr)
 {
-	struct socket *sock = READ_ONCE(smr->sk.sk_socket);
+	struct sock *sk = &smr->sk;
+	struct socket *sock = READ_ONCE(sk->sk_socket);
+	struct socket_wq *wq;
 	bool writable;
 
 	if (!sock || !test_bit(SOCK_NOSPACE, &sock->flags))
@@ -364,8 +372,17 @@ void smr_tx_write_space(struct smr_sock *smr)
 	spin_lock_bh(&smr->conn.lock);
 	writable = smr_tx_writable_locked(&smr->conn);
 	spin_unlock_bh(&smr->conn.lock);
-	if (writable && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
-		smr_conn_wake(smr, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+	if (!writable || !test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
+		return;
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, EPOLLOUT | EPOLLWRNORM |
+					   EPOLLWRBAND);
+	rcu_read_unlock();
+	/* SOCK_WAKE_IO: SOCK_NOSPACE was the arming, already taken */
+	if (!(READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN))
+		sk_wake_async(sk, SOCK_WAKE_IO, POLL_OUT);
 }
 
 static bool smr_tx_writable(struct smr_conn *conn)

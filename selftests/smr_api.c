@@ -2675,6 +2675,143 @@ TEST_F(smr_api, send_fill_and_drain)
 	EXPECT_EQ(-EAGAIN, xrecv(srv, &(char){0}, 1, MSG_DONTWAIT));
 }
 
+/* What the last signal an F_SETSIG owner got said (si_code, si_band). */
+static volatile sig_atomic_t sigio_code, sigio_band;
+
+static void sigio_info(int sig, siginfo_t *si, void *uc)
+{
+	sigio_count++;
+	sigio_code = si->si_code;
+	sigio_band = si->si_band;
+}
+
+/*
+ * Block (@on) or unblock SIGRTMIN; unblocked, what came meanwhile runs,
+ * unless @discard drops it first.
+ */
+static void sigrt_block(bool on, bool discard)
+{
+	struct timespec now = { 0 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN);
+	while (discard && sigtimedwait(&set, NULL, &now) > 0)
+		;
+	sigprocmask(on ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+#define SIGIO_FILL_ROUNDS	5
+
+/*
+ * @cli, an O_ASYNC owner's socket (F_SETSIG: each signal says why), fills
+ * its path to @srv, which does not read; that is when TCP arms its
+ * POLL_OUT (sk_stream_wait_memory(), tcp_poll()). SO_SNDBUF that leaves
+ * it as full sends no SIGIO: TCP's write_space signals only when it is
+ * writable, and then it has used up what was armed. Otherwise POLL_OUT
+ * comes once @srv drains (si_band POLLOUT | POLLWRNORM | POLLWRBAND,
+ * sk_stream_write_space()).
+ */
+static void check_sigio_out(META, int cli, int srv)
+{
+	struct sigaction sa = { .sa_sigaction = sigio_info,
+				.sa_flags = SA_SIGINFO };
+	long long total[SIGIO_FILL_ROUNDS] = { 0 };
+	struct pollfd p = { .fd = cli, .events = POLLOUT };
+	int i, rounds, sndbuf;
+	bool armed = true;
+
+	sigrt_block(true, false);
+	ASSERT_EQ(0, sigaction(SIGRTMIN, &sa, NULL));
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETSIG, SIGRTMIN));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) | O_ASYNC));
+	/*
+	 * Until a pause frees no room: a TCP receiver that collapses its
+	 * queue opens its window again for a while (a round per seed).
+	 */
+	for (rounds = 0; rounds < SIGIO_FILL_ROUNDS; rounds++) {
+		total[rounds] = fill_until_blocked(cli, 21 + rounds);
+		ASSERT_LE(0, total[rounds]);
+		if (rounds && !total[rounds])
+			break;
+		usleep(300 * 1000);
+	}
+	ASSERT_LT(0, total[0]);
+	/* the signals room gave while it filled (ACKs) are not counted */
+	sigrt_block(false, true);
+	sigio_count = 0;
+	ASSERT_MASK(0, mask_now(_metadata, cli));
+
+	/* the size it has: TCP's sk_sndbuf is twice what was asked */
+	sndbuf = GETINT(cli, SOL_SOCKET, SO_SNDBUF);
+	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_SNDBUF, sndbuf / 2));
+	usleep(200 * 1000);
+	if (sigio_count) {
+		/* room came (TCP's window reopened): that one was due */
+		EXPECT_EQ(1, poll(&p, 1, 0))
+			TH_LOG("SIGIO (si_code %d, si_band %#x) from SO_SNDBUF while not writable",
+			       (int)sigio_code, (unsigned int)sigio_band);
+		armed = false;
+	}
+
+	/* a signal would cut drain_check()'s poll short: it waits */
+	sigio_count = 0;
+	sigrt_block(true, false);
+	for (i = 0; i < SIGIO_FILL_ROUNDS && total[i]; i++)
+		drain_check(_metadata, srv, total[i], 21 + i);
+	sigrt_block(false, false);
+	if (armed) {
+		EXPECT_TRUE(sigio_wait())
+			TH_LOG("no SIGIO once the peer drained a full send path");
+	}
+	if (sigio_count) {
+		EXPECT_EQ(POLL_OUT, sigio_code);
+		EXPECT_EQ(POLLOUT | POLLWRNORM | POLLWRBAND,
+			  (unsigned int)sigio_band);
+	}
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, cli, EPOLLOUT, SOON_MS));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) & ~O_ASYNC));
+}
+
+/*
+ * In RDMA mode the send ring's room decides. Before the fix the O_ASYNC
+ * owner of a full SMR socket never heard that room came back (SMR's
+ * write-space wake-up carried no SIGIO).
+ */
+TEST_F(smr_api, sigio_out_when_room)
+{
+	struct sockaddr_storage la;
+	int l, cli, srv;
+
+	l = LISTENER(4, &la);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	check_sigio_out(_metadata, cli, srv);
+}
+
+/*
+ * In TCP mode the inner TCP socket's room decides. Before the fix
+ * SO_SNDBUF ran the SMR sock's sock_def_write_space(), which found its
+ * own empty queue writable: a SIGIO POLL_OUT while full, and, that one
+ * having taken TCP's armed POLL_OUT, none when room came back.
+ */
+TEST_F(smr_api, sigio_out_when_room_fallback)
+{
+	struct sockaddr_storage la;
+	struct smr_info info;
+	int l, cli, srv;
+	socklen_t len;
+
+	l = tcp_listener(_metadata, self, 4, &la);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_MODE_TCP, info.mode);
+	}
+	check_sigio_out(_metadata, cli, srv);
+}
+
 /* Four 1000-byte pieces 20 ms apart, a 100-byte tail, then EOF. */
 static void __attribute__((noreturn)) child_slow_writer(int fd)
 {
