@@ -22,7 +22,8 @@
  * block). The module reference of every open socket is held through
  * proto_ops.owner; children that have no file yet are owned by their
  * listener, whose release cancels and frees them, so none outlives the
- * module.
+ * module. accept() grafts a child under the child's sock lock and never
+ * holds the listener's sock lock (the accept lists have their own locks).
  */
 #include <linux/module.h>
 #include <linux/net.h>
@@ -250,6 +251,7 @@ static int smr_release(struct socket *sock)
  */
 void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
 {
+	sock_owned_by_me(dst);
 	/* @src is live (softirq sets its flags): one read of each field */
 	dst->sk_flags = (dst->sk_flags & ~SMR_SOCKOPT_FLAGS) |
 			(READ_ONCE(src->sk_flags) & SMR_SOCKOPT_FLAGS);
@@ -278,7 +280,7 @@ void smr_sock_copy_opts(struct sock *dst, const struct sock *src)
  * A listener's SO_SNDBUF/SO_RCVBUF set after listen() may not have reached
  * its inner socket before children were cloned from it (before 6.2 they
  * get there on its next operation): an accepted child takes them here, as
- * TCP's children inherit the listener's.
+ * TCP's children inherit the listener's. Caller holds the child's lock.
  */
 static void smr_accept_inherit_sockopts(struct smr_sock *child,
 					const struct smr_sock *listener)
@@ -288,7 +290,7 @@ static void smr_accept_inherit_sockopts(struct smr_sock *child,
 	/* a plain read: sk_userlocks is a bit-field before 6.2 */
 	u8 locks = lsk->sk_userlocks & (SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK);
 
-	lock_sock(sk);
+	sock_owned_by_me(sk);
 	/* unlocked: nothing writes these on a child not yet accepted */
 	smr_sock_copy_opts(sk, child->tcp->sk);
 	if (locks & SOCK_SNDBUF_LOCK)
@@ -296,8 +298,6 @@ static void smr_accept_inherit_sockopts(struct smr_sock *child,
 	if (locks & SOCK_RCVBUF_LOCK)
 		WRITE_ONCE(sk->sk_rcvbuf, READ_ONCE(lsk->sk_rcvbuf));
 	sk->sk_userlocks |= locks;
-	release_sock(sk);
-	smr_tcp_copy_sockopts(child);
 }
 
 static struct socket *smr_tcp_of(struct socket *sock)
@@ -645,8 +645,16 @@ int smr_accept(struct socket *sock, struct socket *newsock,
 	/* its buffers are the application's now, no longer the listener's */
 	smr_conn_accepted(child);
 
+	/*
+	 * Grafted under its lock, as inet_accept() does (security_sock_graft()
+	 * and BPF LSM hooks see an owned sock). No listener sock lock is held
+	 * here: the two never nest.
+	 */
+	lock_sock(&child->sk);
 	smr_accept_inherit_sockopts(child, lsmr);
 	sock_graft(&child->sk, newsock);
+	release_sock(&child->sk);
+	smr_tcp_copy_sockopts(child);
 	set_bit(SOCK_CUSTOM_SOCKOPT, &newsock->flags);
 	smr_transport(child)->accepted(child, newsock);
 	sock_put(lsk);			/* the child's listener reference */

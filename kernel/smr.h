@@ -10,7 +10,8 @@
  * struct smr_sock embeds the struct sock that the socket layer owns. A user
  * socket's file holds its reference until smr_release(); a server-side
  * child that is still negotiating (or waiting to be accepted) has no file
- * and is owned by its listener's lists until accept() grafts it.
+ * and is owned by its listener's lists until accept() grafts it (under
+ * the child's sock lock).
  *
  * @tcp, the inner TCP socket, is set once before the SMR socket is visible
  * and released only when the SMR socket goes away, so syscall paths read it
