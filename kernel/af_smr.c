@@ -66,8 +66,9 @@ static void smr_sock_destruct(struct sock *sk)
  * always empty, so sock_def_write_space() found it writable every time
  * and woke pollers and signalled its owner (POLL_OUT) while the socket
  * was full; what poll() reports is the transport's. In RDMA mode the send
- * ring decides; otherwise the inner TCP socket does, and TCP's own
- * write_space ran for the option it took (smr_setsockopt()).
+ * ring decides; otherwise the inner TCP socket does: TCP's own
+ * write_space ran for the option it took (smr_setsockopt()), or, where
+ * the option reached the SMR sock only (before 6.2), runs now.
  */
 static void smr_sock_write_space(struct sock *sk)
 {
@@ -75,6 +76,8 @@ static void smr_sock_write_space(struct sock *sk)
 
 	if (smr_transport(smr)->mode == SMR_MODE_RDMA)
 		smr_tx_write_space(smr);
+	else
+		smr_tcp_sockopt_write_space(smr);
 }
 
 static struct sock *smr_sock_alloc(struct net *net, struct socket *sock,

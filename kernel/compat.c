@@ -53,4 +53,20 @@ void smr_tcp_copy_sockopts(struct smr_sock *smr)
 	}
 	release_sock(tsk);
 }
+
+/*
+ * SO_SNDBUF reached the SMR sock only: the inner sock takes it and TCP's
+ * write_space judges it, as it would have on a TCP socket. Process
+ * context, the SMR sock's lock held (sk_setsockopt()): inner lock next.
+ */
+void smr_tcp_sockopt_write_space(struct smr_sock *smr)
+{
+	struct sock *tsk = smr->tcp->sk;
+
+	sock_owned_by_me(&smr->sk);
+	smr_tcp_copy_sockopts(smr);
+	lock_sock(tsk);
+	tsk->sk_write_space(tsk);
+	release_sock(tsk);
+}
 #endif

@@ -43,9 +43,11 @@ int (smr_accept)(struct socket *sock, struct socket *newsock, int flags,
  */
 #ifdef HAVE_SOCK_CUSTOM_SOCKOPT
 static inline void smr_tcp_copy_sockopts(struct smr_sock *smr) { }
+static inline void smr_tcp_sockopt_write_space(struct smr_sock *smr) { }
 #else
 #define SOCK_CUSTOM_SOCKOPT	6
 void smr_tcp_copy_sockopts(struct smr_sock *smr);
+void smr_tcp_sockopt_write_space(struct smr_sock *smr);
 #endif
 
 /*

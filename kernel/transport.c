@@ -246,11 +246,15 @@ static int smr_tcp_ioctl(struct smr_sock *smr, unsigned int cmd,
 static int smr_tcp_shutdown(struct smr_sock *smr, int how)
 {
 	struct socket *tcp = smr->tcp;
+	bool syn_sent = READ_ONCE(tcp->sk->sk_state) == TCP_SYN_SENT;
 	int err;
 
 	err = tcp->ops->shutdown(tcp, how);
-	/* only a disconnect leaves a socket unconnected without an error */
-	if (!err && READ_ONCE(tcp->state) == SS_UNCONNECTED)
+	/*
+	 * Disconnected: it was in SYN_SENT and is unconnected without an
+	 * error (not a listener, nor a connect that completed meanwhile)
+	 */
+	if (!err && syn_sent && READ_ONCE(tcp->state) == SS_UNCONNECTED)
 		WRITE_ONCE(smr->sk.sk_peek_off, -1);
 	return err;
 }
@@ -478,8 +482,15 @@ static void smr_rdma_disconnect(struct smr_sock *smr)
 	WRITE_ONCE(smr->reason, SMR_REASON_NOT_NEGOTIATED);
 	WRITE_ONCE(smr->mode, SMR_MODE_TCP);
 	WRITE_ONCE(smr->transport, &smr_transport_tcp);
-	if (smr->sk.sk_socket)
+	if (smr->sk.sk_socket) {
+		/*
+		 * the ring's arming goes with it: a late completion of the
+		 * old connection signals no POLL_OUT (smr_tx_write_space());
+		 * TCP arms its own socket
+		 */
+		clear_bit(SOCK_NOSPACE, &smr->sk.sk_socket->flags);
 		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);
+	}
 	smr_tcp_settled(smr, false);
 }
 

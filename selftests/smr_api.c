@@ -2038,12 +2038,12 @@ static void *peek_all(void *arg)
 }
 
 /* Thread @tid of this process is asleep (state S) within @timeout_ms. */
-static bool thread_asleep(pid_t tid, int timeout_ms)
+/* The task whose /proc stat file is @path sleeps within @timeout_ms. */
+static bool stat_asleep(const char *path, int timeout_ms)
 {
 	long long deadline = smr_now_ms() + timeout_ms;
-	char path[64], stat[256], *state;
+	char stat[256], *state;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	do {
 		FILE *f = fopen(path, "r");
 
@@ -2059,6 +2059,14 @@ static bool thread_asleep(pid_t tid, int timeout_ms)
 		usleep(2000);
 	} while (smr_now_ms() < deadline);
 	return false;
+}
+
+static bool thread_asleep(pid_t tid, int timeout_ms)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	return stat_asleep(path, timeout_ms);
 }
 
 #define PEEK_RACE_FILL	(4 << 20)	/* the largest RMB (buf_max) */
@@ -3751,7 +3759,12 @@ TEST_F(smr_api, urgent_mark_signal_pending)
 	ASSERT_EQ(0, fcntl(srv, F_SETOWN, getpid()));
 	pid = FORK_PEER(srv);
 	if (pid == 0) {
-		usleep(500 * 1000);	/* the reader is asleep by then */
+		char path[64];
+
+		/* the signal must find the reader asleep in recv() */
+		snprintf(path, sizeof(path), "/proc/%d/stat", getppid());
+		CHILD_CHECK(stat_asleep(path, SOON_MS), "the reader asleep");
+		usleep(100 * 1000);
 		CHILD_CHECK(xsend(cli, "U", 1, MSG_OOB) == 1, "send");
 		_exit(0);
 	}
