@@ -2764,8 +2764,15 @@ static void check_sigio_out(META, int cli, int srv)
 	}
 
 	/* a signal would cut drain_check()'s poll short: it waits */
-	sigio_count = 0;
 	sigrt_block(true, false);
+	sigio_count = 0;
+	/*
+	 * A poll that finds no room arms the signal again (tcp_poll()), in
+	 * case room came and went since the check above; room that is
+	 * there already was signalled before the count was reset.
+	 */
+	if (poll(&p, 1, 0))
+		armed = false;
 	for (i = 0; i < SIGIO_FILL_ROUNDS && total[i]; i++)
 		drain_check(_metadata, srv, total[i], 21 + i);
 	sigrt_block(false, false);
