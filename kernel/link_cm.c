@@ -59,6 +59,7 @@
  * links_user_limit).
  */
 #include <crypto/algapi.h>
+#include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
@@ -440,6 +441,39 @@ static void smr_link_from_request(struct smr_link *link,
 	link->raddr = *raddr;
 }
 
+#ifdef SMR_TEST_HOOKS
+/*
+ * test_link_accept_window_ms (selftests/faults, case accept_late): the
+ * next passive link waits N ms after rdma_accept() sent its reply, before
+ * it is listed and active, as a listener's handler preempted there on a
+ * loaded host: the client is up as the reply reaches it, and its PROPOSAL
+ * comes meanwhile. test_link_accept_window_hits counts those waits.
+ */
+static unsigned int smr_link_test_accept_window_ms;
+module_param_named(test_link_accept_window_ms, smr_link_test_accept_window_ms,
+		   uint, 0644);
+MODULE_PARM_DESC(test_link_accept_window_ms,
+		 "test only: the next passive link waits N ms between its reply and being listed");
+
+static atomic_t smr_link_test_accept_window_hits = ATOMIC_INIT(0);
+module_param_named(test_link_accept_window_hits,
+		   smr_link_test_accept_window_hits.counter, int, 0444);
+MODULE_PARM_DESC(test_link_accept_window_hits,
+		 "test only: test_link_accept_window_ms waits taken");
+
+static void smr_link_test_accept_window(void)
+{
+	unsigned int ms = READ_ONCE(smr_link_test_accept_window_ms);
+
+	if (!ms || cmpxchg(&smr_link_test_accept_window_ms, ms, 0) != ms)
+		return;
+	msleep(ms);
+	atomic_inc(&smr_link_test_accept_window_hits);
+}
+#else
+static inline void smr_link_test_accept_window(void) { }
+#endif
+
 /*
  * A peer connects to our listener. Before anything is allocated: its
  * private data must parse (version 3), prove a live grant this host made
@@ -495,6 +529,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		id->context = NULL;
 		goto err_build;
 	}
+	smr_link_test_accept_window();
 	/* the QP is ready to send once accepted; RTU follows */
 	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */

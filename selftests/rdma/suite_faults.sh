@@ -19,6 +19,7 @@ suite_tests=(
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"retry_registration|a new connection registers its buffers while the link has a request in flight whose acknowledgment A never hears (A drops the acknowledgments it receives until it posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
+	"accept_late|B's listener handler is slow between sending its rdma_cm reply and making the new link active (test module: test_link_accept_window_ms 1500, as a handler preempted there on a loaded host), so A's link is up and its PROPOSAL reaches B first: B waits for the accept under way and the first connection on the new link runs in mode rdma on both ends, stream intact (it fell back with link_failure before)"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
 
@@ -65,6 +66,18 @@ b_drain_result() {
 b_hold_release() {
 	: >"$work/$1.go"
 	echo ok
+}
+
+# param NAME [VALUE]: the smr module's parameter NAME (set to VALUE
+# first, if given), read back; "missing" if the module has none.
+b_param() {
+	local f=/sys/module/smr/parameters/$1
+	if ! [[ $1 =~ ^[a-z_]+$ ]] || [ ! -e "$f" ]; then
+		echo missing
+		return
+	fi
+	[ -z "${2:-}" ] || echo "$2" >"$f" || { echo "write failed"; return; }
+	cat "$f"
 }
 
 # --- both hosts ----------------------------------------------------------------
@@ -616,5 +629,35 @@ case_orphan() {
 	server_result orphan 60
 	b_call stop orphan >/dev/null
 	t_note "A's application killed with its peers holding: $pre connections left on A, gone ${post} s later (orphan_timeout_ms 3000), orphans_expired +$expired; rmmod on A succeeded while B held its sockets"
+	t_end
+}
+
+# The first connection on a new link, its PROPOSAL at B before B's
+# listener handler listed the link it accepted: rdma_accept() sends the
+# reply that brings A's link up, and B's handler lists the link and makes
+# it active only after that. The test module holds B's handler 1.5 s in
+# between (a handler preempted there): A's link is up and its PROPOSAL
+# named a link B did not list yet. CI saw this once: the connection fell
+# back, B said link_failure.
+case_accept_late() {
+	local hits0 r saved
+	t_begin accept_late
+	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=10
+	b_call sysctl net.smr.link_idle_timeout_ms=10 >/dev/null
+	{ wait_until 30 no_links_a && wait_until 30 no_links_b; } ||
+		t_fail "the links did not idle out: A: $(rdma_links | tr '\n' ' ') B: $(b_call links | tr '\n' ' ')"
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
+	b_call sysctl "net.smr.link_idle_timeout_ms=$saved" >/dev/null
+	hits0=$(b_call param test_link_accept_window_hits)
+	r=$(b_call param test_link_accept_window_ms 1500)
+	ck "B: test_link_accept_window_ms armed" "$r" eq 1500
+	serve acc -p 6143 -n 1 -s 65536 -M rdma -T 60 || { t_end; return; }
+	client acc -a "$peer" -p 6143 -n 1 -s 65536 -M rdma -T 60
+	server_result acc 60
+	pair_check acc 1 65536
+	ck "B: the window taken" "$(b_call param test_link_accept_window_ms)" eq 0
+	ck "B: windows taken in the case" "$(($(b_call param test_link_accept_window_hits) - hits0))" eq 1
+	t_note "B's handler held 1.5 s between its rdma_cm reply and listing the new link: the first connection on it in mode rdma, stream intact"
 	t_end
 }
