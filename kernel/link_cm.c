@@ -36,8 +36,10 @@
  * the grant under smr_link_grants_lock (BH; the grants and their count,
  * freed at module exit, or by the test module's test_link_grants) and
  * builds passive links one at a time under smr_link_accept_mutex (inside
- * rdma_cm's handler lock, outside @setup_mutex), so the per-peer bound
- * holds exactly; its place in net.smr.links_max and in the peers' share of
+ * rdma_cm's handler lock, outside @setup_mutex; a server handshake that
+ * does not find the link its client named waits for it, inside the sock
+ * lock, smr_link_find()), so the per-peer bound holds exactly; its place
+ * in net.smr.links_max and in the peers' share of
  * it is taken under smr_links_lock as its room is checked
  * (smr_link_reserve()), so no link listed meanwhile takes it
  * (smr_link_get() checks the total and its user's share and lists under
@@ -530,7 +532,11 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto err_build;
 	}
 	smr_link_test_accept_window();
-	/* the QP is ready to send once accepted; RTU follows */
+	/*
+	 * The QP is ready to send once accepted; RTU follows. The client is
+	 * up as soon as our reply reaches it: smr_link_find() waits for this
+	 * mutex if its PROPOSAL comes first.
+	 */
 	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
@@ -1078,8 +1084,9 @@ void smr_link_grant_declined(struct smr_link *link)
 
 /*
  * The server side: the link the client named by our id @id, if it is
- * active, leads to the connection's peer @raddr, and lives in its
- * namespace. Attached to @user with a reference, or NULL.
+ * active (or becomes so as the accept under way ends), leads to the
+ * connection's peer @raddr, and lives in its namespace. Attached to @user
+ * with a reference, or NULL. Process context.
  */
 struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 			       const struct net *net,
@@ -1090,6 +1097,17 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 	if (!net_eq(net, &init_net))
 		return NULL;
 	link = smr_link_lookup_id(id);
+	if (!link) {
+		/*
+		 * The client's link is up once our reply reached it, and
+		 * rdma_accept() sent that reply before smr_link_accept() lists
+		 * the link and makes it active: its PROPOSAL may come first.
+		 * An accept under way ends before this mutex is ours.
+		 */
+		mutex_lock(&smr_link_accept_mutex);
+		mutex_unlock(&smr_link_accept_mutex);
+		link = smr_link_lookup_id(id);
+	}
 	if (link && !ipv6_addr_equal(&link->raddr, raddr)) {
 		smr_link_put(link);
 		link = NULL;
