@@ -19,6 +19,7 @@ suite_tests=(
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"retry_registration|a new connection registers its buffers while the link has a request in flight whose acknowledgment A never hears (A drops the acknowledgments it receives until it posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
+	"stall_clock|A's idle link (one held connection) sends its last byte about 4.7 s after a keepalive was acknowledged, and A drops the RC acknowledgments it receives (nftables, BTH opcode 0x11) until between its second keepalive tick after that (5.6 s after the byte, 10.3 s after the acknowledged keepalive) and rxe's sixth retransmission: the progress check counts from the byte, not from the last completion, so no link fails on either host (links_failed 0, no 'peer acknowledges nothing'), A's QP retransmitted (rxe completer_retry_err) and the byte arrives intact in mode rdma"
 	"accept_late|B's listener handler is slow between sending its rdma_cm reply and making the new link active (test module: test_link_accept_window_ms 1500, as a handler preempted there on a loaded host), so A's link is up and its PROPOSAL reaches B first: B waits for the accept under way and the first connection on the new link runs in mode rdma on both ends, stream intact (it fell back with link_failure before)"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
@@ -373,6 +374,157 @@ case_retry_registration() {
 	ck "B's link failures" "$(delta rreg.pre rreg.post b links_failed)" eq 0
 	ck "A's buffers registered" "$(delta rreg.pre rreg.post a buffers_registered)" gt 0
 	t_note "A dropped the acknowledgments it received from before a held connection's last byte until a second connection's registration of new buffers was posted behind it ($taken send queue entries): A's QP retransmitted $retries time(s) (B's $(delta_in rxe rreg.pre rreg.post b completer_retry_err)), the late connection took ${late_ms:-?} ms, no link failed, both connections intact in mode rdma"
+	t_end
+}
+
+# A send that waits for its acknowledgment longer than the time since the
+# last completion: the keepalive's progress check must count from the send
+# (the send queue going from empty to not empty), not from the last
+# completion, whose clock also ran while the link idled.
+#
+# Timeline, K0 an idle tick's keepalive (the anchor, seen by tcpdump): from
+# K0 + 1 s A drops the acknowledgments it receives (K0's came long before;
+# the link idles), at K0 + 4.7 s the held connection sends its last byte
+# (P, seen too); the next tick posts a keepalive behind it (K1, 5 s after
+# K0 plus timer slack: a 5 s timer fires up to 64 jiffies late, 256 ms at
+# HZ 250). The tick after (T2) is at about K1 + 5.3 s at most: counted from
+# K0's completion it is past SMR_LINK_STALL_TIMEOUT (the link failed
+# there), counted from P it is 5.6 s. rxe retransmits from P every
+# 4.096 us << 18 = 1.07 s (its timer armed by the first unacknowledged
+# packet, not re-armed by K1), the sixth time at P + 6.44 s at the
+# earliest (about K0 + 11.2 s); the seventh timeout fails the QP. So the
+# acknowledgments come back halfway between K1 + 5.3 s and P + 6.44 s
+# (about K0 + 10.8 s, margins of 0.4 s each way): after T2 and before the
+# last retransmission, which is then acknowledged, 4 s before T3 would
+# find the send stalled since P. Drops only on input: rxe never recovers
+# from its own packets refused on output.
+stall_ack_drop() {
+	nft delete table inet smr_stall 2>/dev/null
+	[ "$1" = on ] || return 0
+	nft -f - <<'NFT'
+table inet smr_stall {
+	chain in { type filter hook input priority 0; udp dport 4791 @th,64,8 0x11 drop; }
+}
+NFT
+}
+
+# stall_cap NAME FILTER: A's outgoing RoCE packets matching FILTER, one
+# line each, epoch time first, in $work/NAME.cap; sets bg_pid.
+stall_cap() {
+	local i
+	tcpdump -l -n -tt -Q out -i eth0 "udp dst port 4791 and $2" \
+		>"$work/$1.cap" 2>"$work/$1.err" &
+	bg_pid=$!
+	for i in $(seq 50); do
+		grep -q 'listening on' "$work/$1.err" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# The timing below uses bash builtins only: forking date, awk or sleep
+# (or a subshell) takes hundreds of ms in a loaded TCG guest. Times are
+# epoch microseconds.
+
+# stall_line NAME N SECONDS: stall_t, the time of line N of NAME's capture
+# (tcpdump -tt), waiting up to SECONDS for it; empty if it did not come.
+stall_t=
+stall_line() {
+	local i lines
+	stall_t=
+	for ((i = 0; i < $3 * 100; i++)); do
+		mapfile -t lines <"$work/$1.cap"
+		if [ "${#lines[@]}" -ge "$2" ]; then
+			stall_t=${lines[$2 - 1]%% *}
+			stall_t=${stall_t/./}
+			return 0
+		fi
+		stall_sleep_until $((${EPOCHREALTIME/./} + 10000))
+	done
+}
+
+# stall_sleep_until US: sleep until that time (read's timeout on a fifo
+# nobody writes: no fork).
+stall_sleep_until() {
+	local us=$(($1 - ${EPOCHREALTIME/./}))
+	((us > 0)) || return 0
+	printf -v us '%d.%06d' $((us / 1000000)) $((us % 1000000))
+	read -r -t "$us" -u "$stall_fd" _ || true
+}
+
+stall_ms() {
+	echo $((($2 - $1) / 1000))
+}
+
+stall_fd=
+case_stall_clock() {
+	local held_pid ka_pid req_pid n m k0 k1 p off retries t_on t_off0 t_off
+	t_begin stall_clock
+	rm -f "$work/stall.go" "$work/stall.fifo"
+	mkfifo "$work/stall.fifo"
+	exec {stall_fd}<>"$work/stall.fifo"
+	snap stall.pre
+	snap_rxe stall.pre
+	serve stall -p 6152 -n 1 -s 1025 -m 64 -M rdma -T 120 || { t_end; return; }
+	client_bg_ready stall_held 60 "the held connection up" -a "$peer" -p 6152 \
+		-n 1 -s 1025 -m 64 -M rdma -H "$work/stall.go" -h 1024 -T 120
+	held_pid=$bg_pid
+	# keepalives: zero-length RDMA WRITE Only (UDP length 8 + BTH 12 +
+	# RETH 16 + ICRC 4); requests: the other RC requests (no ACK)
+	stall_cap stall_ka 'udp[8] == 0x0a and udp[4:2] == 40' ||
+		t_fail "tcpdump did not start: $(cat "$work/stall_ka.err")"
+	ka_pid=$bg_pid
+	stall_cap stall_req 'udp[8] < 0x11 and not (udp[8] == 0x0a and udp[4:2] == 40)' ||
+		t_fail "tcpdump did not start: $(cat "$work/stall_req.err")"
+	req_pid=$bg_pid
+	n=$(wc -l <"$work/stall_ka.cap")
+	stall_line stall_ka $((n + 1)) 15
+	k0=$stall_t
+	if [ -n "$k0" ]; then
+		# K0's acknowledgment came long before; nft takes a while in a
+		# loaded guest, so the drop starts early (the link idles)
+		stall_sleep_until $((k0 + 1000000))
+		t_on=${EPOCHREALTIME/./}
+		stall_ack_drop on
+		t_on=$((${EPOCHREALTIME/./} - t_on))
+		m=$(wc -l <"$work/stall_req.cap")
+		stall_sleep_until $((k0 + 4700000))
+		: >"$work/stall.go"
+		stall_line stall_req $((m + 1)) 5
+		p=$stall_t
+		stall_line stall_ka $((n + 2)) 10
+		k1=$stall_t
+	fi
+	if [ -n "$p" ] && [ -n "$k1" ]; then
+		# the first nft loads it (seconds), the next one takes ~0.2 s
+		off=$(((k1 + 5300000 + p + 6440000) / 2))
+		stall_sleep_until "$off"
+	fi
+	t_off0=${EPOCHREALTIME/./}
+	stall_ack_drop off
+	t_off=${EPOCHREALTIME/./}
+	exec {stall_fd}>&-
+	ck "A: an idle keepalive seen" "${k0:+yes}" eq yes
+	ck "A: the last byte posted" "${p:+yes}" eq yes
+	ck "A: the next tick's keepalive seen" "${k1:+yes}" eq yes
+	ck "A: the byte went before the next tick (ms after it)" "$(stall_ms "$k1" "$p")" lt 0
+	client_bg_wait "$held_pid" stall_held
+	server_result stall 60
+	sleep 1
+	kill -INT "$ka_pid" "$req_pid" 2>/dev/null
+	wait "$ka_pid" "$req_pid" 2>/dev/null
+	cp "$work/stall_ka.cap" "$work/stall_req.cap" "$out/conns/" 2>/dev/null
+	snap stall.post
+	snap_rxe stall.post
+	retries=$(delta_in rxe stall.pre stall.post a completer_retry_err)
+	ck "A's link failures" "$(delta stall.pre stall.post a links_failed)" eq 0
+	ck "B's link failures" "$(delta stall.pre stall.post b links_failed)" eq 0
+	ck "A's kernel: 'peer acknowledges nothing'" \
+		"$(dmesg | grep -c 'acknowledges nothing')" eq 0
+	ck "A's QP retransmitted (rxe completer_retry_err)" "$retries" gt 0
+	ck "the held connection intact in mode rdma" "$(summary_field stall_held client ok)" eq 1
+	ck "B's server: the connection intact in mode rdma" "$(summary_field stall server ok)" eq 1
+	t_note "keepalive K0, the byte P at K0+$(stall_ms "$k0" "$p") ms, the next tick's keepalive K1 at K0+$(stall_ms "$k0" "$k1") ms, acknowledgments dropped from K0+1000 ms (nft took $((t_on / 1000)) ms) until between K0+$(stall_ms "$k0" "$t_off0") and K0+$(stall_ms "$k0" "$t_off") ms (P+$(stall_ms "$p" "$t_off") ms); A's requests at P+ $(awk -v p="$p" -v m="$m" 'NR > m && $2 == "IP" { sub(/\./, "", $1); printf "%d ", ($1 - p) / 1000 }' "$work/stall_req.cap" | head -c 300)ms; A's QP retransmitted $retries time(s), links failed A $(delta stall.pre stall.post a links_failed) B $(delta stall.pre stall.post b links_failed); A's kernel: $(dmesg | grep 'smr: link' | tail -n 2 | tr '\n' '|')"
 	t_end
 }
 
