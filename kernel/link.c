@@ -91,10 +91,13 @@
  * retries are not relied on alone: a device whose packets cannot leave
  * (its netdev's queue stalled) never counts one, and some retry for ever.
  * So the keepalive work also checks progress: sends outstanding and none
- * completed for SMR_LINK_STALL_TIMEOUT take the link down. A silent peer
- * fails the link within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of the
- * last acknowledgment. The same work guards the setup of a link we
- * connect: not up in SMR_LINK_SETUP_TIMEOUT, it fails.
+ * completed for SMR_LINK_STALL_TIMEOUT take the link down, counted from the
+ * later of the last completion and the post that found the send queue
+ * empty (idle time before a send does not count). A silent peer fails the
+ * link within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of the last
+ * acknowledgment, and no link fails so before SMR_LINK_STALL_TIMEOUT after
+ * its oldest send not completed was posted. The same work guards the
+ * setup of a link we connect: not up in SMR_LINK_SETUP_TIMEOUT, it fails.
  * Documentation/design.rst, "Failure semantics".
  *
  * Credits: an IB SEND the peer has no receive posted for draws an RNR NAK,
@@ -615,6 +618,20 @@ static void smr_link_unsignalled_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * Take @nr_wr send queue entries. The progress check counts from the later
+ * of the last send completion and the post that found the queue empty:
+ * time the link idled before a send never counts against it. Caller holds
+ * link->lock.
+ */
+static void smr_link_sq_take_locked(struct smr_link *link, unsigned int nr_wr)
+{
+	lockdep_assert_held(&link->lock);
+	if (link->sq_free == SMR_LINK_SQ_DEPTH)
+		WRITE_ONCE(link->send_progress, jiffies);
+	link->sq_free -= nr_wr;
+}
+
+/*
  * Send queue room comes back (a signalled WR completed): registrations
  * that wait for it try again. Caller holds link->lock.
  */
@@ -683,7 +700,7 @@ static int smr_link_post_lmsg_locked(struct smr_link *link, u8 type,
 		return err;
 	link->credits_owed -= msg.credits;
 	link->peer_credits--;
-	link->sq_free--;
+	smr_link_sq_take_locked(link, 1);
 	return 0;
 }
 
@@ -1131,7 +1148,7 @@ static int smr_link_post_reg(struct smr_buf_pool *pool, struct ib_send_wr *wr,
 		} else if (link->sq_free < ctx.nr_wr) {
 			err = -ETIMEDOUT;
 		} else {
-			link->sq_free -= ctx.nr_wr;
+			smr_link_sq_take_locked(link, ctx.nr_wr);
 			err = ib_post_send(link->qp, wr, &bad);
 			if (err)
 				link->sq_free += ctx.nr_wr;
@@ -1216,7 +1233,7 @@ int smr_link_post_cdc(struct smr_link *link, struct smr_link_user *user,
 	}
 	slot = list_first_entry(&link->free_slots, struct smr_cdc_slot, node);
 	list_del(&slot->node);
-	link->sq_free -= nr_wr;
+	smr_link_sq_take_locked(link, nr_wr);
 	with_credits.credits = smr_link_credits_to_report(link);
 
 	smr_cdc_build(&with_credits, slot->msg);
@@ -1565,7 +1582,7 @@ static void smr_link_test_stale_post(struct work_struct *work)
 			busy = true;
 		} else if (link->state == SMR_LINK_ACTIVE) {
 			sge.lkey = link->pd->local_dma_lkey;
-			link->sq_free--;
+			smr_link_sq_take_locked(link, 1);
 			posted = !ib_post_send(link->qp, &wr.wr, NULL);
 			if (!posted) {
 				link->sq_free++;
@@ -1702,12 +1719,18 @@ static void smr_link_keepalive(struct work_struct *work)
 		smr_link_fail(link, "not up in time");
 		return;
 	}
-	/* under the lock: smr_link_set_active() sets it before its posts */
+	/*
+	 * Under the lock: the post that found the queue empty set it. Ticks
+	 * SMR_LINK_KEEPALIVE apart, one at SMR_LINK_STALL_TIMEOUT (a multiple)
+	 * after a send the tick itself posted: a silent peer fails the link
+	 * within SMR_LINK_STALL_TIMEOUT + SMR_LINK_KEEPALIVE of its last
+	 * acknowledgment, never before SMR_LINK_STALL_TIMEOUT after the oldest
+	 * send not completed.
+	 */
+	BUILD_BUG_ON(SMR_LINK_STALL_TIMEOUT % SMR_LINK_KEEPALIVE);
 	progress = READ_ONCE(link->send_progress);
-	if (link->sq_free == SMR_LINK_SQ_DEPTH)
-		/* nothing outstanding: nothing to wait for */
-		WRITE_ONCE(link->send_progress, jiffies);
-	else if (time_after(jiffies, progress + SMR_LINK_STALL_TIMEOUT))
+	if (link->sq_free < SMR_LINK_SQ_DEPTH &&
+	    !time_before(jiffies, progress + SMR_LINK_STALL_TIMEOUT))
 		stalled = link->state == SMR_LINK_ACTIVE;
 	/* owed credits or an idle answer that found no room go first */
 	if (!stalled && (smr_link_return_credits_locked(link) ||
@@ -1715,7 +1738,7 @@ static void smr_link_keepalive(struct work_struct *work)
 		answer_refused = true;
 	if (link->state == SMR_LINK_ACTIVE && !stalled && !answer_refused &&
 	    !link->keepalive_posted && link->sq_free) {
-		link->sq_free--;
+		smr_link_sq_take_locked(link, 1);
 		link->keepalive_posted = true;
 		if (ib_post_send(link->qp, &wr.wr, NULL)) {
 			link->sq_free++;

@@ -215,7 +215,10 @@ struct smr_link {
 	struct delayed_work	keepalive_work;
 	struct ib_cqe		keepalive_cqe;
 	bool			keepalive_posted;
-	/* jiffies of the last send completion (WRITE_ONCE; keepalive reads) */
+	/*
+	 * jiffies of the last send completion or of the post that found the
+	 * send queue empty, the later (WRITE_ONCE; keepalive reads)
+	 */
 	unsigned long		send_progress;
 	struct work_struct	teardown_work;
 	/*
