@@ -349,6 +349,32 @@ MODULE_PARM_DESC(test_link_grants,
 
 /* ---- rdma_cm ---- */
 
+#ifdef SMR_TEST_HOOKS
+/*
+ * test_link_retry_forever (selftests/faults, case stall_clock): links we
+ * connect from now on ask for retry count 7, which RC (and rxe) take as
+ * "retry for ever", so that only the keepalive's progress check can fail
+ * a link whose peer stops acknowledging: a case can time that check
+ * alone.
+ */
+static bool smr_link_test_retry_forever;
+module_param_named(test_link_retry_forever, smr_link_test_retry_forever,
+		   bool, 0644);
+MODULE_PARM_DESC(test_link_retry_forever,
+		 "test only: links connected from now on retry for ever (retry count 7)");
+
+static u8 smr_link_retry_count(void)
+{
+	return READ_ONCE(smr_link_test_retry_forever) ? 7 :
+						       SMR_LINK_RETRY_COUNT;
+}
+#else
+static u8 smr_link_retry_count(void)
+{
+	return SMR_LINK_RETRY_COUNT;
+}
+#endif
+
 /*
  * Our private data: our link id, the receives we posted (credits) and the
  * link's secret (the request proves it; the accept echoes it).
@@ -370,7 +396,7 @@ static void smr_link_conn_param(struct rdma_conn_param *param, u8 *priv,
 	memset(param, 0, sizeof(*param));
 	param->private_data = priv;
 	param->private_data_len = SMR_CM_PRIV_LEN;
-	param->retry_count = SMR_LINK_RETRY_COUNT;
+	param->retry_count = smr_link_retry_count();
 	param->rnr_retry_count = SMR_LINK_RNR_RETRY;
 }
 

@@ -19,7 +19,7 @@ suite_tests=(
 	"linger|100 connections write 64 KiB in 64-byte writes while B is held busy, then close() under SO_LINGER 60 s: their FINs wait for a slot or credit, yet every close() returns once the bytes and the FIN are out, before the linger time (a close that waits for it takes 60 s, four times the longest a 6.12 run has needed to drain, 15 s), and B receives every byte"
 	"setup|links torn down while they are being set up, 24 rounds: A's RDMA device removed, or smr unloaded, 0..300 ms after a connection started a new link (rdma_cm events racing the teardown): no splat, every round's rmmod succeeds, no link or connection left"
 	"retry_registration|a new connection registers its buffers while the link has a request in flight whose acknowledgment A never hears (A drops the acknowledgments it receives until it posted the registration behind that request), so A's QP retransmits (rxe completer_retry_err): no link fails (links_failed 0 on both), the held connection's bytes and the new connection's arrive intact, both in mode rdma"
-	"stall_clock|A's idle link (one held connection) sends its last byte about 4.7 s after a keepalive was acknowledged, and A drops the RC acknowledgments it receives (nftables, BTH opcode 0x11) until between its second keepalive tick after that (5.6 s after the byte, 10.3 s after the acknowledged keepalive) and rxe's sixth retransmission: the progress check counts from the byte, not from the last completion, so no link fails on either host (links_failed 0, no 'peer acknowledges nothing'), A's QP retransmitted (rxe completer_retry_err) and the byte arrives intact in mode rdma"
+	"stall_clock|A's idle link (new, retrying for ever: test_link_retry_forever; one held connection) sends its last byte about 4.7 s after a keepalive was acknowledged, and A drops the RC acknowledgments it receives (nftables, BTH opcode 0x11) until 7 s after the next keepalive tick: past the tick after it (5.6 s after the byte, 10.3 s after the acknowledged keepalive), before the one after that: the progress check counts from the byte, not from the last completion, so no link fails on either host (links_failed 0, no 'peer acknowledges nothing'), A's QP retransmitted (rxe completer_retry_err) and the byte arrives intact in mode rdma"
 	"accept_late|B's listener handler is slow between sending its rdma_cm reply and making the new link active (test module: test_link_accept_window_ms 1500, as a handler preempted there on a loaded host), so A's link is up and its PROPOSAL reaches B first: B waits for the accept under way and the first connection on the new link runs in mode rdma on both ends, stream intact (it fell back with link_failure before)"
 	"orphan|A's application exits while B's holds its sockets open and reads nothing: with net.smr.orphan_timeout_ms 3000 A's connections reset and free their buffers (orphans_expired), and rmmod succeeds on A while B still holds its sockets"
 )
@@ -108,6 +108,20 @@ NFT
 }
 
 # --- host A --------------------------------------------------------------------
+
+# links_idle_out: both hosts' links idle out (link_idle_timeout_ms 10 on
+# both meanwhile), so that the next connection builds a new one; fails the
+# test if they did not within 30 s.
+links_idle_out() {
+	local saved
+	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
+	sysctl -qw net.smr.link_idle_timeout_ms=10
+	b_call sysctl net.smr.link_idle_timeout_ms=10 >/dev/null
+	{ wait_until 30 no_links_a && wait_until 30 no_links_b; } ||
+		t_fail "the links did not idle out: A: $(rdma_links | tr '\n' ' ') B: $(b_call links | tr '\n' ' ')"
+	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
+	b_call sysctl "net.smr.link_idle_timeout_ms=$saved" >/dev/null
+}
 
 no_conns_a() {
 	[ "$(b_conns_count)" = 0 ]	# this host's count (bed.sh)
@@ -389,15 +403,14 @@ case_retry_registration() {
 # K0 plus timer slack: a 5 s timer fires up to 64 jiffies late, 256 ms at
 # HZ 250). The tick after (T2) is at about K1 + 5.3 s at most: counted from
 # K0's completion it is past SMR_LINK_STALL_TIMEOUT (the link failed
-# there), counted from P it is 5.6 s. rxe retransmits from P every
-# 4.096 us << 18 = 1.07 s (its timer armed by the first unacknowledged
-# packet, not re-armed by K1), the sixth time at P + 6.44 s at the
-# earliest (about K0 + 11.2 s); the seventh timeout fails the QP. So the
-# acknowledgments come back halfway between K1 + 5.3 s and P + 6.44 s
-# (about K0 + 10.8 s, margins of 0.4 s each way): after T2 and before the
-# last retransmission, which is then acknowledged, 4 s before T3 would
-# find the send stalled since P. Drops only on input: rxe never recovers
-# from its own packets refused on output.
+# there), counted from P it is 5.6 s; the tick after that (T3) is at
+# K1 + 10 s at the earliest, past SMR_LINK_STALL_TIMEOUT from P. The link
+# is new and retries for ever (test_link_retry_forever: retry count 7), so
+# rxe's retries never fail it: it retransmits from P every
+# 4.096 us << 18 = 1.07 s. The acknowledgments come back at K1 + 7 s: 1.7 s
+# after T2 at the latest, and the retransmission after that is
+# acknowledged at least 1.9 s before T3. Drops only on input: rxe never
+# recovers from its own packets refused on output.
 stall_ack_drop() {
 	nft delete table inet smr_stall 2>/dev/null
 	[ "$1" = on ] || return 0
@@ -463,6 +476,9 @@ case_stall_clock() {
 	rm -f "$work/stall.go" "$work/stall.fifo"
 	mkfifo "$work/stall.fifo"
 	exec {stall_fd}<>"$work/stall.fifo"
+	# a new link, which retries for ever: only the progress check fails it
+	echo 1 >/sys/module/smr/parameters/test_link_retry_forever
+	links_idle_out
 	snap stall.pre
 	snap_rxe stall.pre
 	serve stall -p 6152 -n 1 -s 1025 -m 64 -M rdma -T 120 || { t_end; return; }
@@ -496,14 +512,16 @@ case_stall_clock() {
 		k1=$stall_t
 	fi
 	if [ -n "$p" ] && [ -n "$k1" ]; then
-		# the first nft loads it (seconds), the next one takes ~0.2 s
-		off=$(((k1 + 5300000 + p + 6440000) / 2))
+		# between T2 (K1 + 5.3 s at most) and T3 (K1 + 10 s at least),
+		# a retransmission (1.07 s apart) acknowledged before T3
+		off=$((k1 + 7000000))
 		stall_sleep_until "$off"
 	fi
 	t_off0=${EPOCHREALTIME/./}
 	stall_ack_drop off
 	t_off=${EPOCHREALTIME/./}
 	exec {stall_fd}>&-
+	echo 0 >/sys/module/smr/parameters/test_link_retry_forever
 	ck "A: an idle keepalive seen" "${k0:+yes}" eq yes
 	ck "A: the last byte posted" "${p:+yes}" eq yes
 	ck "A: the next tick's keepalive seen" "${k1:+yes}" eq yes
@@ -792,15 +810,9 @@ case_orphan() {
 # named a link B did not list yet. CI saw this once: the connection fell
 # back, B said link_failure.
 case_accept_late() {
-	local hits0 r saved
+	local hits0 r
 	t_begin accept_late
-	saved=$(sysctl -n net.smr.link_idle_timeout_ms)
-	sysctl -qw net.smr.link_idle_timeout_ms=10
-	b_call sysctl net.smr.link_idle_timeout_ms=10 >/dev/null
-	{ wait_until 30 no_links_a && wait_until 30 no_links_b; } ||
-		t_fail "the links did not idle out: A: $(rdma_links | tr '\n' ' ') B: $(b_call links | tr '\n' ' ')"
-	sysctl -qw net.smr.link_idle_timeout_ms="$saved"
-	b_call sysctl "net.smr.link_idle_timeout_ms=$saved" >/dev/null
+	links_idle_out
 	hits0=$(b_call param test_link_accept_window_hits)
 	r=$(b_call param test_link_accept_window_ms 1500)
 	ck "B: test_link_accept_window_ms armed" "$r" eq 1500
