@@ -421,8 +421,6 @@ void smr_link_set_active(struct smr_link *link)
 	if (link->state == SMR_LINK_CONNECTING) {
 		WRITE_ONCE(link->state, SMR_LINK_ACTIVE);
 		up = true;
-		/* before any post: the keepalive measures progress from it */
-		WRITE_ONCE(link->send_progress, jiffies);
 		/*
 		 * The peer, up first, asked already: the answer goes now,
 		 * and a yes's deadline runs from here.
@@ -2114,6 +2112,25 @@ struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 		}
 	}
 	return NULL;
+}
+
+/*
+ * @id is a passive link still being accepted (smr_link_accept(): its
+ * reply may have gone, it is not listed yet). Looked at under
+ * smr_links_lock, as smr_link_discard() erases the id.
+ */
+bool smr_link_id_accepting(u32 id)
+{
+	struct smr_link *link;
+	bool accepting;
+
+	spin_lock_bh(&smr_links_lock);
+	link = xa_load(&smr_link_ids, id);
+	accepting = link && !link->active_side &&
+		    READ_ONCE(link->state) == SMR_LINK_CONNECTING &&
+		    list_empty(&link->node);
+	spin_unlock_bh(&smr_links_lock);
+	return accepting;
 }
 
 /*

@@ -352,10 +352,11 @@ MODULE_PARM_DESC(test_link_grants,
 #ifdef SMR_TEST_HOOKS
 /*
  * test_link_retry_forever (selftests/faults, case stall_clock): links we
- * connect from now on ask for retry count 7, which RC (and rxe) take as
- * "retry for ever", so that only the keepalive's progress check can fail
- * a link whose peer stops acknowledging: a case can time that check
- * alone.
+ * connect from now on ask for retry count 7 (both ends' QPs take it from
+ * the request), which rxe takes as "retry for ever" (the specification
+ * does so for RNR retries only), so that only the keepalive's progress
+ * check can fail a link whose peer stops acknowledging: a case can time
+ * that check alone.
  */
 static bool smr_link_test_retry_forever;
 module_param_named(test_link_retry_forever, smr_link_test_retry_forever,
@@ -475,7 +476,9 @@ static void smr_link_from_request(struct smr_link *link,
  * next passive link waits N ms after rdma_accept() sent its reply, before
  * it is listed and active, as a listener's handler preempted there on a
  * loaded host: the client is up as the reply reaches it, and its PROPOSAL
- * comes meanwhile. test_link_accept_window_hits counts those waits.
+ * comes meanwhile (at most SMR_LINK_TEST_ACCEPT_WINDOW_MAX_MS).
+ * test_link_accept_window_hits counts those waits, test_link_accept_waits
+ * the PROPOSALs that found their link only once its accept ended.
  */
 static unsigned int smr_link_test_accept_window_ms;
 module_param_named(test_link_accept_window_ms, smr_link_test_accept_window_ms,
@@ -489,17 +492,33 @@ module_param_named(test_link_accept_window_hits,
 MODULE_PARM_DESC(test_link_accept_window_hits,
 		 "test only: test_link_accept_window_ms waits taken");
 
+static atomic_t smr_link_test_accept_waits = ATOMIC_INIT(0);
+module_param_named(test_link_accept_waits, smr_link_test_accept_waits.counter,
+		   int, 0444);
+MODULE_PARM_DESC(test_link_accept_waits,
+		 "test only: PROPOSALs that found their link once its accept ended");
+
+/* at most this long: the handler holds rdma_cm's locks and ours */
+#define SMR_LINK_TEST_ACCEPT_WINDOW_MAX_MS	5000U
+
 static void smr_link_test_accept_window(void)
 {
 	unsigned int ms = READ_ONCE(smr_link_test_accept_window_ms);
 
 	if (!ms || cmpxchg(&smr_link_test_accept_window_ms, ms, 0) != ms)
 		return;
-	msleep(ms);
+	msleep(min(ms, SMR_LINK_TEST_ACCEPT_WINDOW_MAX_MS));
 	atomic_inc(&smr_link_test_accept_window_hits);
+}
+
+static void smr_link_test_accept_waited(const struct smr_link *link)
+{
+	if (link)
+		atomic_inc(&smr_link_test_accept_waits);
 }
 #else
 static inline void smr_link_test_accept_window(void) { }
+static inline void smr_link_test_accept_waited(const struct smr_link *link) { }
 #endif
 
 /*
@@ -563,6 +582,7 @@ static int smr_link_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	 * up as soon as our reply reaches it: smr_link_find() waits for this
 	 * mutex if its PROPOSAL comes first.
 	 */
+	lockdep_assert_held(&smr_link_accept_mutex);
 	smr_link_list_reserved(link);
 	/* unused yet: it idles out unless the client's connection comes */
 	smr_link_set_active(link);
@@ -1123,16 +1143,17 @@ struct smr_link *smr_link_find(struct smr_link_user *user, u32 id,
 	if (!net_eq(net, &init_net))
 		return NULL;
 	link = smr_link_lookup_id(id);
-	if (!link) {
+	if (!link && smr_link_id_accepting(id)) {
 		/*
 		 * The client's link is up once our reply reached it, and
 		 * rdma_accept() sent that reply before smr_link_accept() lists
 		 * the link and makes it active: its PROPOSAL may come first.
-		 * An accept under way ends before this mutex is ours.
+		 * That accept ends before this mutex is ours.
 		 */
 		mutex_lock(&smr_link_accept_mutex);
 		mutex_unlock(&smr_link_accept_mutex);
 		link = smr_link_lookup_id(id);
+		smr_link_test_accept_waited(link);
 	}
 	if (link && !ipv6_addr_equal(&link->raddr, raddr)) {
 		smr_link_put(link);

@@ -333,6 +333,7 @@ void smr_link_abandon(struct smr_link *link);
 struct smr_link *smr_link_lookup(const struct in6_addr *laddr,
 				 const struct in6_addr *raddr);
 struct smr_link *smr_link_lookup_id(u32 id);
+bool smr_link_id_accepting(u32 id);
 /* Whether one more link may be listed, and if not, which bound says no. */
 enum smr_link_room {
 	SMR_LINK_ROOM,
