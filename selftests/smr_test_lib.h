@@ -178,12 +178,17 @@ static inline int smr_sysctl_read(const char *path, int idx, long long *val)
 	return ret;
 }
 
-/* Whether /proc/net/tcp (or tcp6) lists local port @port in TCP state @st. */
-static inline bool smr_tcp_port_in_state(bool v6, unsigned int port,
-					 unsigned int st)
+/*
+ * Whether /proc/net/tcp (or tcp6) lists a socket of local port @port, and
+ * remote port @rport unless that is 0, in TCP state @st. A local port
+ * alone also matches an older connection from that port to another peer
+ * port (ephemeral ports are reused across destinations).
+ */
+static inline bool smr_tcp_conn_in_state(bool v6, unsigned int port,
+					 unsigned int rport, unsigned int st)
 {
 	FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
-	unsigned int lport, state;
+	unsigned int lport, rp, state;
 	bool found = false;
 	char line[512];
 
@@ -194,16 +199,23 @@ static inline bool smr_tcp_port_in_state(bool v6, unsigned int port,
 		return false;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
-			   &lport, &state) != 2)
+		if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x %x",
+			   &lport, &rp, &state) != 3)
 			continue;
-		if (lport == port && state == st) {
+		if (lport == port && (!rport || rp == rport) && state == st) {
 			found = true;
 			break;
 		}
 	}
 	fclose(f);
 	return found;
+}
+
+/* Whether a socket of local port @port is listed in TCP state @st. */
+static inline bool smr_tcp_port_in_state(bool v6, unsigned int port,
+					 unsigned int st)
+{
+	return smr_tcp_conn_in_state(v6, port, 0, st);
 }
 
 /* "EPOLLIN|EPOLLOUT" style rendering of a poll mask, for failure messages. */
