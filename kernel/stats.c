@@ -116,6 +116,9 @@ int smr_stats_show(struct seq_file *seq, void *v)
 	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
 		seq_printf(seq, "fallback_%s %lld\n", smr_reason_name(i),
 			   smr_stat_sum(sn, SMR_STAT_FALLBACK_FIRST + i));
+	for (i = SMR_REASON_NONE + 1; i < SMR_REASON_MAX; i++)
+		seq_printf(seq, "aborted_%s %lld\n", smr_reason_name(i),
+			   smr_stat_sum(sn, SMR_STAT_ABORTED_FIRST + i));
 	return 0;
 }
 

@@ -70,7 +70,9 @@ enum smr_stat {
 	SMR_STAT_LINKS_IDLE_EXPIRED,	/* idle links ended, the peer agreeing */
 	SMR_STAT_LINKS_IDLE_KEPT,	/* idle requests we said no to: in use */
 	SMR_STAT_FALLBACK_FIRST,	/* one counter per enum smr_reason */
-	SMR_STAT_MAX = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
+	/* handshakes reset, one counter per enum smr_reason */
+	SMR_STAT_ABORTED_FIRST = SMR_STAT_FALLBACK_FIRST + SMR_REASON_MAX,
+	SMR_STAT_MAX = SMR_STAT_ABORTED_FIRST + SMR_REASON_MAX,
 };
 
 int smr_stats_init(void);

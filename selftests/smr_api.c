@@ -3337,9 +3337,9 @@ TEST_F(smr_api, handshake_slow_client)
 TEST_F(smr_api, handshake_peer_gave_up)
 {
 	struct sigaction sa = { .sa_handler = sigio_counted };
+	long long lost0, lost1, tmo0, tmo1, old_ms = 0;
 	int l, cli, ret, warm_cli, warm_srv;
 	struct sockaddr_storage la;
-	long long old_ms = 0;
 	struct smr_info info;
 	sigset_t sigio;
 	long hits = 0;
@@ -3353,6 +3353,8 @@ TEST_F(smr_api, handshake_peer_gave_up)
 		close(l);
 		return;
 	}
+	ASSERT_EQ(0, smr_stat_read("aborted_connection_lost", &lost0));
+	ASSERT_EQ(0, smr_stat_read("aborted_handshake_timeout", &tmo0));
 	if (!hs_delay_arm(_metadata, "1800", &old_ms, &hits))
 		return;
 	cli = NEW_SOCK(SOCK_STREAM);
@@ -3377,6 +3379,11 @@ TEST_F(smr_api, handshake_peer_gave_up)
 	EXPECT_EQ(SMR_MODE_PENDING, info.mode);
 	EXPECT_STREQ("connection_lost", smr_reason_name(info.reason) ?: "?")
 		TH_LOG("reason %u", info.reason);
+	/* counted by reason: the server's timeout, then the client's loss */
+	ASSERT_EQ(0, smr_stat_read("aborted_connection_lost", &lost1));
+	ASSERT_EQ(0, smr_stat_read("aborted_handshake_timeout", &tmo1));
+	EXPECT_EQ(1, lost1 - lost0);
+	EXPECT_EQ(1, tmo1 - tmo0);
 	close(cli);
 	close(l);
 }

@@ -1123,7 +1123,7 @@ case_timeout_client() {
 	ck "server connections accepted" "$(grep -c '^conn ' "$work/tmo_c.server")" eq 2
 	ck "handshake segments B dropped" "$(grep -o 'counter packets [0-9]*' "$work/tmo_c.nft" | head -n 1 | awk '{ print $3 }')" ge 2
 	ck_deltas a tmo_c.before tmo_c.after handshakes_started=2 handshakes_aborted=2 \
-		handshakes_completed=0
+		aborted_handshake_timeout=2 handshakes_completed=0
 	t_file "clients" "$work/tmo_c.client"
 	t_file "server" "$work/tmo_c.server"
 	handshake_timeouts 3000 3000
@@ -1162,7 +1162,7 @@ case_timeout_server() {
 	ck "server: the connection ended by the client's reset" "${T[err]:-}" in "ECONNRESET ENODATA"
 	t_note "server: fell back (handshake_timeout, nothing sent), then ${T[err]:-?}@${T[at]:-?} with 0 bytes"
 	ck_deltas b tmo_s.before tmo_s.after fallback_handshake_timeout=1 handshakes_aborted=0
-	ck_deltas a tmo_s.before tmo_s.after handshakes_aborted=1
+	ck_deltas a tmo_s.before tmo_s.after handshakes_aborted=1 aborted_handshake_timeout=1
 	t_file "client" "$work/tmo_s.client"
 	t_file "server" "$work/tmo_s.server"
 	handshake_timeouts 3000 3000

@@ -72,8 +72,10 @@ enum smr_reason {
 };
 
 /*
- * Names of modes and reasons as SMR's tools print them; a reason's counter
- * in /proc/net/smr/stats is "fallback_" + its name. NULL if unknown.
+ * Names of modes and reasons as SMR's tools print them; a reason's counters
+ * in /proc/net/smr/stats are "fallback_" + its name (connections on TCP for
+ * it) and "aborted_" + its name (connections the handshake reset for it).
+ * NULL if unknown.
  */
 static inline const char *smr_mode_name(unsigned int mode)
 {
