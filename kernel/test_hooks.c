@@ -42,6 +42,9 @@
  * handshake work or buffer registration runs late on a loaded host;
  * test_hs_answer_delay_hits counts those waits.
  *
+ * Delays (not windows, which end when their event comes) last
+ * SMR_TEST_DELAY_MAX_MS at most: their callers hold locks.
+ *
  * Locking and lifetimes: fault_cdc and the windows are claimed by
  * cmpxchg, so one CDC (or one caller) takes each (fault_answer_old
  * holds while set); the CDC's fields are the caller's
@@ -82,62 +85,63 @@ bool smr_test_answer_old(void)
 	return READ_ONCE(smr_fault_answer_old);
 }
 
-static unsigned int smr_test_rx_window_ms;
-module_param_named(test_rx_eof_window_ms, smr_test_rx_window_ms, uint, 0644);
-MODULE_PARM_DESC(test_rx_eof_window_ms,
-		 "test only: the next reader that finds nothing waits up to N ms for the peer's EOF before its verdict");
+/*
+ * A one-shot hook: writing N to <name>_ms arms it for the next caller that
+ * passes it; <name>_hits counts the times it was taken.
+ */
+struct smr_test_shot {
+	unsigned int ms;
+	atomic_t hits;
+};
 
-static atomic_t smr_test_rx_window_hits = ATOMIC_INIT(0);
-module_param_named(test_rx_eof_window_hits, smr_test_rx_window_hits.counter,
-		   int, 0444);
-MODULE_PARM_DESC(test_rx_eof_window_hits,
-		 "test only: test_rx_eof_window_ms windows that ended with the peer's EOF in");
+/* defines smr_<name>_shot */
+#define DEFINE_SMR_TEST_SHOT(name, ms_desc, hits_desc)			\
+	static struct smr_test_shot smr_##name##_shot;			\
+	module_param_named(name##_ms, smr_##name##_shot.ms, uint, 0644); \
+	MODULE_PARM_DESC(name##_ms, "test only: " ms_desc);		\
+	module_param_named(name##_hits, smr_##name##_shot.hits.counter, int, \
+			   0444);					\
+	MODULE_PARM_DESC(name##_hits, "test only: " hits_desc)
 
-static unsigned int smr_test_shutdown_window_ms;
-module_param_named(test_shutdown_wr_window_ms, smr_test_shutdown_window_ms,
-		   uint, 0644);
-MODULE_PARM_DESC(test_shutdown_wr_window_ms,
-		 "test only: the next shutdown(SHUT_WR) waits up to N ms for the peer's EOF before it marks the socket");
+DEFINE_SMR_TEST_SHOT(test_rx_eof_window,
+		     "the next reader that finds nothing waits up to N ms for the peer's EOF before its verdict",
+		     "test_rx_eof_window_ms windows that ended with the peer's EOF in");
 
-static atomic_t smr_test_shutdown_window_hits = ATOMIC_INIT(0);
-module_param_named(test_shutdown_wr_window_hits,
-		   smr_test_shutdown_window_hits.counter, int, 0444);
-MODULE_PARM_DESC(test_shutdown_wr_window_hits,
-		 "test only: test_shutdown_wr_window_ms windows that ended with the peer's EOF in");
+DEFINE_SMR_TEST_SHOT(test_shutdown_wr_window,
+		     "the next shutdown(SHUT_WR) waits up to N ms for the peer's EOF before it marks the socket",
+		     "test_shutdown_wr_window_ms windows that ended with the peer's EOF in");
 
-static unsigned int smr_test_tx_window_ms;
-module_param_named(test_tx_shutdown_window_ms, smr_test_tx_window_ms, uint,
-		   0644);
-MODULE_PARM_DESC(test_tx_shutdown_window_ms,
-		 "test only: the next send waits up to N ms, its bytes copied but not committed, for a shutdown(SHUT_WR)");
+DEFINE_SMR_TEST_SHOT(test_tx_shutdown_window,
+		     "the next send waits up to N ms, its bytes copied but not committed, for a shutdown(SHUT_WR)",
+		     "test_tx_shutdown_window_ms windows that ended with the socket shut for writing");
 
-static atomic_t smr_test_tx_window_hits = ATOMIC_INIT(0);
-module_param_named(test_tx_shutdown_window_hits,
-		   smr_test_tx_window_hits.counter, int, 0444);
-MODULE_PARM_DESC(test_tx_shutdown_window_hits,
-		 "test only: test_tx_shutdown_window_ms windows that ended with the socket shut for writing");
+DEFINE_SMR_TEST_SHOT(test_hs_answer_delay,
+		     "the next client that read its server's ACCEPT waits N ms before it goes on",
+		     "test_hs_answer_delay_ms waits taken");
 
-static unsigned int smr_test_hs_delay_ms;
-module_param_named(test_hs_answer_delay_ms, smr_test_hs_delay_ms, uint, 0644);
-MODULE_PARM_DESC(test_hs_answer_delay_ms,
-		 "test only: the next client that read its server's ACCEPT waits N ms before it goes on");
+/* a delay holds locks others wait for: at most this long */
+#define SMR_TEST_DELAY_MAX_MS	5000U
 
-static atomic_t smr_test_hs_delay_hits = ATOMIC_INIT(0);
-module_param_named(test_hs_answer_delay_hits, smr_test_hs_delay_hits.counter,
-		   int, 0444);
-MODULE_PARM_DESC(test_hs_answer_delay_hits,
-		 "test only: test_hs_answer_delay_ms waits taken");
+/*
+ * Take the delay @shot arms, if armed (the caller that swaps its ms to 0
+ * takes it): sleep its length, at most SMR_TEST_DELAY_MAX_MS, and count it.
+ * Process context.
+ */
+static void smr_test_delay(struct smr_test_shot *shot)
+{
+	unsigned int ms = READ_ONCE(shot->ms);
+
+	might_sleep();
+	if (!ms || cmpxchg(&shot->ms, ms, 0) != ms)
+		return;
+	msleep(min(ms, SMR_TEST_DELAY_MAX_MS));
+	atomic_inc(&shot->hits);
+}
 
 /* See test_hs_answer_delay_ms above. Process context, sock lock held. */
 void smr_test_hs_answer_delay(void)
 {
-	unsigned int ms = READ_ONCE(smr_test_hs_delay_ms);
-
-	might_sleep();
-	if (!ms || cmpxchg(&smr_test_hs_delay_ms, ms, 0) != ms)
-		return;
-	msleep(ms);
-	atomic_inc(&smr_test_hs_delay_hits);
+	smr_test_delay(&smr_test_hs_answer_delay_shot);
 }
 
 /* What a window waits for. */
@@ -152,23 +156,22 @@ static bool smr_test_shut_for_writing(struct smr_conn *conn)
 }
 
 /*
- * Take the window @ms_param arms, if armed: wait until @came holds
- * (counted in @hits) or the time is up. Process context, no spinlock held.
+ * Take the window @shot arms, if armed: wait until @came holds (counted in
+ * its hits) or the time is up. Process context, no spinlock held.
  */
-static void smr_test_window(struct smr_conn *conn, unsigned int *ms_param,
-			    atomic_t *hits,
+static void smr_test_window(struct smr_conn *conn, struct smr_test_shot *shot,
 			    bool (*came)(struct smr_conn *conn))
 {
-	unsigned int ms = READ_ONCE(*ms_param);
+	unsigned int ms = READ_ONCE(shot->ms);
 	unsigned long until;
 
 	might_sleep();
-	if (!ms || cmpxchg(ms_param, ms, 0) != ms)
+	if (!ms || cmpxchg(&shot->ms, ms, 0) != ms)
 		return;
 	until = jiffies + msecs_to_jiffies(ms);
 	while (time_before(jiffies, until)) {
 		if (came(conn)) {
-			atomic_inc(hits);
+			atomic_inc(&shot->hits);
 			return;
 		}
 		usleep_range(1000, 2000);
@@ -178,21 +181,21 @@ static void smr_test_window(struct smr_conn *conn, unsigned int *ms_param,
 /* See test_rx_eof_window_ms above. */
 void smr_test_rx_window(struct smr_conn *conn)
 {
-	smr_test_window(conn, &smr_test_rx_window_ms, &smr_test_rx_window_hits,
+	smr_test_window(conn, &smr_test_rx_eof_window_shot,
 			smr_test_peer_eof_in);
 }
 
 /* See test_shutdown_wr_window_ms above. */
 void smr_test_shutdown_window(struct smr_conn *conn)
 {
-	smr_test_window(conn, &smr_test_shutdown_window_ms,
-			&smr_test_shutdown_window_hits, smr_test_peer_eof_in);
+	smr_test_window(conn, &smr_test_shutdown_wr_window_shot,
+			smr_test_peer_eof_in);
 }
 
 /* See test_tx_shutdown_window_ms above. */
 void smr_test_tx_window(struct smr_conn *conn)
 {
-	smr_test_window(conn, &smr_test_tx_window_ms, &smr_test_tx_window_hits,
+	smr_test_window(conn, &smr_test_tx_shutdown_window_shot,
 			smr_test_shut_for_writing);
 }
 
