@@ -152,7 +152,10 @@ static void smr_hs_abort(struct smr_sock *smr, enum smr_reason reason)
 	sock_owned_by_me(&smr->sk);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_HS_ABORTED);
 	/* and why: an operator sees what resets connections, not just how many */
-	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_ABORTED_FIRST + reason);
+	if (!WARN_ON_ONCE(reason == SMR_REASON_NONE ||
+			  reason >= SMR_REASON_MAX))
+		smr_stat_inc(sock_net(&smr->sk),
+			     SMR_STAT_ABORTED_FIRST + reason);
 	smr_conn_unprepare(smr);
 	WRITE_ONCE(smr->reason, reason);
 	sk_stop_timer(&smr->sk, &smr->hs_timer);
