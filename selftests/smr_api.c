@@ -1873,6 +1873,21 @@ static void recv_is(META, int fd, size_t want, int flags, const char *expect)
 }
 
 /*
+ * SO_PEEK_OFF was refused on @fd (kernels before TCP had it): right only if
+ * plain TCP of the same family refuses it too, and getsockopt() with it.
+ */
+static void peek_off_refused_as_tcp(META, int af, int fd)
+{
+	int tcp = socket(af, SOCK_STREAM, 0), off;
+
+	ASSERT_LE(0, tcp);
+	EXPECT_EQ(-EOPNOTSUPP, xsetint(tcp, SOL_SOCKET, SO_PEEK_OFF, 0))
+		TH_LOG("SMR refuses SO_PEEK_OFF where TCP takes it");
+	close(tcp);
+	EXPECT_EQ(-EOPNOTSUPP, xgetint(fd, SOL_SOCKET, SO_PEEK_OFF, &off));
+}
+
+/*
  * SO_PEEK_OFF as TCP has it (6.10 on; before, neither socket takes it):
  * each peek starts at the offset and moves it on, each read moves it
  * back, -1 turns it off, and a peek past what came waits for the next
@@ -1880,14 +1895,13 @@ static void recv_is(META, int fd, size_t want, int flags, const char *expect)
  * (every peek read from the first byte) and getsockopt() failed with
  * EOPNOTSUPP where TCP answered.
  */
-static void check_peek_off(META, int cli, int srv)
+static void check_peek_off(META, int af, int cli, int srv)
 {
-	int ret, off = 0;
+	int ret;
 
 	ret = xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, 0);
 	if (ret == -EOPNOTSUPP) {
-		EXPECT_EQ(-EOPNOTSUPP, xgetint(srv, SOL_SOCKET, SO_PEEK_OFF,
-					       &off));
+		peek_off_refused_as_tcp(_metadata, af, srv);
 		return;
 	}
 	ASSERT_EQ(0, ret);
@@ -1921,7 +1935,7 @@ TEST_F(smr_api, peek_off)
 	int cli, srv;
 
 	PAIR(&cli, &srv);
-	check_peek_off(_metadata, cli, srv);
+	check_peek_off(_metadata, self->af, cli, srv);
 }
 
 /* The same on an SMR socket in TCP mode (its peer a plain TCP listener). */
@@ -1930,7 +1944,7 @@ TEST_F(smr_api, peek_off_fallback)
 	int reader, writer;
 
 	FALLBACK_PAIR(&reader, &writer);
-	check_peek_off(_metadata, writer, reader);
+	check_peek_off(_metadata, self->af, writer, reader);
 }
 
 TEST_F(smr_api, recv_peek)
@@ -2606,8 +2620,10 @@ TEST_F(smr_api, peek_off_before_negotiation)
 
 	l = LISTENER(4, &la);
 	ret = xsetint(l, SOL_SOCKET, SO_PEEK_OFF, 2);
-	if (ret == -EOPNOTSUPP)
-		return;		/* neither TCP nor SMR has it (peek_off) */
+	if (ret == -EOPNOTSUPP) {
+		peek_off_refused_as_tcp(_metadata, self->af, l);
+		return;
+	}
 	ASSERT_EQ(0, ret);
 	cli = NEW_SOCK(SOCK_STREAM);
 	ASSERT_EQ(0, xsetint(cli, SOL_SOCKET, SO_PEEK_OFF, 3));
@@ -3607,8 +3623,7 @@ TEST_F(smr_api, shutdown_syn_sent_peek_off)
 	c2 = NEW_SOCK(SOCK_STREAM);
 	ret = xsetint(c2, SOL_SOCKET, SO_PEEK_OFF, 5);
 	if (ret == -EOPNOTSUPP) {
-		/* before 6.10 neither TCP nor SMR has it: refused alike */
-		EXPECT_EQ(-EOPNOTSUPP, xgetint(c2, SOL_SOCKET, SO_PEEK_OFF, &ret));
+		peek_off_refused_as_tcp(_metadata, self->af, c2);
 		close(c2);
 		close(c1);
 		return;
@@ -4478,8 +4493,7 @@ TEST_F(smr_api, splice_keeps_peek_off)
 	PAIR(&cli, &srv);
 	ret = xsetint(srv, SOL_SOCKET, SO_PEEK_OFF, 0);
 	if (ret == -EOPNOTSUPP) {
-		/* before 6.10 neither TCP nor SMR has it: refused alike */
-		EXPECT_EQ(-EOPNOTSUPP, xgetint(srv, SOL_SOCKET, SO_PEEK_OFF, &ret));
+		peek_off_refused_as_tcp(_metadata, self->af, srv);
 		return;
 	}
 	ASSERT_EQ(0, ret);
