@@ -36,6 +36,12 @@
  * another thread's shutdown(SHUT_WR) comes then; the hits count the
  * windows that saw it (none once shutdown waits for the sender).
  *
+ * test_tx_grow_delay_ms (selftests smr_api, nonblock_send_not_held_by_grow):
+ * the next send ring grow waits N ms before it takes its bigger ring, as
+ * its registration does behind a busy link's requests (rxe runs the
+ * LOCAL_INV that leads it only once they completed);
+ * test_tx_grow_delay_hits counts those waits.
+ *
  * test_hs_answer_delay_ms (selftests smr_api, handshake_slow_client and
  * handshake_peer_gave_up): the next client that read its server's ACCEPT
  * waits N ms before it goes on (buffers, CONFIRM), as a client whose
@@ -115,6 +121,10 @@ DEFINE_SMR_TEST_SHOT(test_tx_shutdown_window,
 		     "the next send waits up to N ms, its bytes copied but not committed, for a shutdown(SHUT_WR)",
 		     "test_tx_shutdown_window_ms windows that ended with the socket shut for writing");
 
+DEFINE_SMR_TEST_SHOT(test_tx_grow_delay,
+		     "the next send ring grow waits N ms before it takes its bigger ring, as a slow registration on a busy link does",
+		     "test_tx_grow_delay_ms waits taken");
+
 DEFINE_SMR_TEST_SHOT(test_hs_answer_delay,
 		     "the next client that read its server's ACCEPT waits N ms before it goes on",
 		     "test_hs_answer_delay_ms waits taken");
@@ -136,6 +146,12 @@ static void smr_test_delay(struct smr_test_shot *shot)
 		return;
 	msleep(min(ms, SMR_TEST_DELAY_MAX_MS));
 	atomic_inc(&shot->hits);
+}
+
+/* See test_tx_grow_delay_ms above. Process context. */
+void smr_test_tx_grow_delay(void)
+{
+	smr_test_delay(&smr_test_tx_grow_delay_shot);
 }
 
 /* See test_hs_answer_delay_ms above. Process context, sock lock held. */

@@ -21,6 +21,7 @@ void smr_test_rx_window(struct smr_conn *conn);
 void smr_test_shutdown_window(struct smr_conn *conn);
 void smr_test_tx_window(struct smr_conn *conn);
 void smr_test_hs_answer_delay(void);
+void smr_test_tx_grow_delay(void);
 #else
 /* The rule of protocol.rst a data CDC about to be posted breaks: none. */
 static inline int smr_test_cdc_fault(struct smr_conn *conn,
@@ -49,6 +50,9 @@ static inline void smr_test_tx_window(struct smr_conn *conn) { }
 
 /* A client that read the server's ACCEPT is slow to go on: never. */
 static inline void smr_test_hs_answer_delay(void) { }
+
+/* A send ring grow is slow to get its ring: never. */
+static inline void smr_test_tx_grow_delay(void) { }
 #endif
 
 #endif /* _SMR_TEST_HOOKS_H */

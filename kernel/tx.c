@@ -444,6 +444,7 @@ static void smr_tx_grow(struct smr_sock *smr)
 	if (want <= old->size ||
 	    smr_buf_charge_user(conn->charged_uid, want - old->size))
 		return;
+	smr_test_tx_grow_delay();
 	/* optional: a writer never waits for the link's room for it */
 	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg,
 			     NULL);

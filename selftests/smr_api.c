@@ -3531,6 +3531,98 @@ TEST_F(smr_api, shutdown_wr_during_send)
 	EXPECT_EQ(0, ret);
 }
 
+/*
+ * A non-blocking send never sleeps on the network (TCP's never does): in
+ * mode rdma a writer that filled its ring once gets a bigger one when the
+ * ring is next empty, and getting it registers memory on the link, which
+ * waits behind every request the link has in flight. The test module's
+ * test_tx_grow_delay_ms makes that take 3 s. Before the fix the first
+ * MSG_DONTWAIT send after the drain slept those 3 s in sendmsg (an event
+ * loop with a hundred connections stalled for each: seen on the debug
+ * kernel). TCP runs the same steps, without the delay.
+ */
+#define GROW_DELAY	"test_tx_grow_delay"
+#define GROW_CHUNK	65536
+#define GROW_SEND_MS	1000	/* a non-blocking send takes far less */
+#define TCP_WMEM	"/proc/sys/net/ipv4/tcp_wmem"
+
+TEST_F(smr_api, nonblock_send_not_held_by_grow)
+{
+	static char chunk[GROW_CHUNK], sink[GROW_CHUNK];
+	long long sent = 0, got = 0, t0, took, grown0 = 0, grown1 = 0;
+	char wmem[64];
+	long hits = 0;
+	FILE *f;
+	int cli, srv, ret, n;
+	ssize_t r;
+
+	/*
+	 * A first ring smaller than twice the peer's RMB: TCP's send buffer
+	 * (which sizes it) held to 64 KiB while the pair connects.
+	 */
+	f = fopen(TCP_WMEM, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(wmem, sizeof(wmem), f));
+	fclose(f);
+	wmem[strcspn(wmem, "\n")] = 0;
+	ASSERT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem",
+			      "4096 16384 65536"));
+	PAIR(&cli, &srv);
+	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
+	set_nonblock(cli, true);
+	smr_stat_read("sndbufs_grown", &grown0);
+	if (self->smr) {
+		struct smr_info info;
+		socklen_t len = sizeof(info);
+
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		TH_LOG("mode %u sndbuf %u local rmb %u peer rmb %u", info.mode,
+		       info.sndbuf_size, info.local_rmb_size, info.peer_rmb_size);
+		hits = window_read(GROW_DELAY, "hits");
+		ret = window_set(GROW_DELAY, "3000");
+		if (ret)
+			SKIP(return, "no %s_ms (not the test module): %s",
+			     GROW_DELAY, strerror(-ret));
+	}
+	/* fill the ring (and the peer's): the writer wants a bigger one */
+	for (n = 0; n < 4096; n++) {
+		r = send(cli, chunk, sizeof(chunk), MSG_DONTWAIT);
+		if (r < 0)
+			break;
+		sent += r;
+	}
+	EXPECT_EQ(EAGAIN, errno) TH_LOG("%lld bytes taken, no EAGAIN", sent);
+	/* the peer reads it all: the ring empties and is due to grow */
+	while (got < sent) {
+		r = recv_upto(srv, sink, sizeof(sink), 5000);
+		if (r <= 0)
+			break;
+		got += r;
+	}
+	ASSERT_EQ(sent, got);
+	ASSERT_MASK(M_OUT, mask_wait(_metadata, cli, EPOLLOUT, SOON_MS));
+	t0 = smr_now_ms();
+	r = send(cli, "x", 1, MSG_DONTWAIT);
+	took = smr_now_ms() - t0;
+	EXPECT_GT(GROW_SEND_MS, took)
+		TH_LOG("a MSG_DONTWAIT send slept %lld ms", took);
+	if (r < 0) {
+		/* not taken yet: it is once the ring can take it */
+		EXPECT_EQ(EAGAIN, errno);
+		ASSERT_MASK(M_OUT, mask_wait(_metadata, cli, EPOLLOUT, 5000));
+		r = send(cli, "x", 1, MSG_DONTWAIT);
+	}
+	EXPECT_EQ(1, r);
+	EXPECT_EQ(1, recv_upto(srv, sink, 1, 5000));
+	EXPECT_EQ('x', sink[0]);
+	if (self->smr) {
+		window_wait_taken(true, GROW_DELAY);
+		smr_stat_read("sndbufs_grown", &grown1);
+		TH_LOG("sent %lld, sndbufs_grown %lld -> %lld", sent, grown0, grown1);
+		window_check(_metadata, GROW_DELAY, hits, 1);
+	}
+}
+
 TEST_F(smr_api, shutdown_rd)
 {
 	int cli, srv;
