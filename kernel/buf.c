@@ -62,10 +62,16 @@
  * ---------------------
  * pool->lock (BH) protects the free and dying lists; @pd and @post_reg are
  * set before the pool is used and never change. A buffer belongs to
- * exactly one connection (smr_conn.sndbuf/rmb) or to one pool. Buffers are
- * freed in process context only (smr_buf_free() sleeps in MR
- * deregistration): a pool's @free_work frees what it may not keep, and
- * smr_buf_pool_destroy() waits for it. smr_users_lock (BH: charges are
+ * exactly one connection (smr_conn.sndbuf/rmb/sndbuf_next), to one pool,
+ * or for a moment to a get under way. Buffers are freed in process context
+ * only (smr_buf_free() sleeps in MR deregistration): a pool's @free_work
+ * frees what it may not keep, and smr_buf_pool_destroy() waits for it. A
+ * connection's sock lock keeps its link's pool alive while it gets (the
+ * link's teardown takes each connection's sock lock before it destroys
+ * the pool); a get made without it (a send ring's growth, tx.c) pins the
+ * pool (@pins) from while that lock still held the pool until its buffer
+ * is the connection's or back in the pool, and smr_buf_pool_destroy()
+ * waits for every pin to go. smr_users_lock (BH: charges are
  * returned from any context) protects the per-user table; an entry lives
  * while its user has bytes charged. An account's lock (BH) protects its
  * peers, each of which lives while it has bytes charged; the account lives
@@ -478,6 +484,8 @@ void smr_buf_pool_init(struct smr_buf_pool *pool, smr_buf_post_reg_t post_reg)
 	INIT_WORK(&pool->free_work, smr_buf_pool_free_work);
 	pool->pd = NULL;
 	pool->post_reg = post_reg;
+	atomic_set(&pool->pins, 0);
+	init_waitqueue_head(&pool->unpinned);
 }
 
 /* A power of two in [SMR_HS_RMB_MIN, net.smr.buf_max] near @sockbuf. */
@@ -830,11 +838,34 @@ void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf)
 }
 
 /*
+ * Any context: a get that does not run under its connection's sock lock
+ * is about to start (see "Locking and lifetimes"). The caller holds that
+ * lock now, with the connection still on the pool's link.
+ */
+void smr_buf_pool_pin(struct smr_buf_pool *pool)
+{
+	atomic_inc(&pool->pins);
+}
+
+/*
+ * Any context: that get's buffer is its connection's or back in the pool.
+ * The caller keeps the pool's link referenced past this call: the teardown
+ * may free the pool as soon as the count drops.
+ */
+void smr_buf_pool_unpin(struct smr_buf_pool *pool)
+{
+	if (atomic_dec_and_test(&pool->pins))
+		wake_up_all(&pool->unpinned);
+}
+
+/*
  * Process context, the pool's link going: free every buffer it has (no
- * connection puts one back any more) once its work is done with its own.
+ * connection puts one back any more) once no pinned get is under way
+ * (the link is down: theirs fail fast) and its work is done with its own.
  */
 void smr_buf_pool_destroy(struct smr_buf_pool *pool)
 {
+	wait_event(pool->unpinned, !atomic_read(&pool->pins));
 	flush_work(&pool->free_work);
 	smr_buf_pool_drain(pool);
 }

@@ -13,6 +13,7 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/uidgid.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 struct ib_device;
@@ -46,6 +47,8 @@ struct smr_buf_pool {
 	struct work_struct	free_work;
 	struct ib_pd		*pd;		/* set once, before any get */
 	smr_buf_post_reg_t	post_reg;	/* the link's, set at init */
+	atomic_t		pins;		/* gets no sock lock orders */
+	wait_queue_head_t	unpinned;	/* destroy waits for @pins 0 */
 };
 
 struct smr_buf {
@@ -76,6 +79,8 @@ struct smr_buf *smr_buf_get(struct smr_buf_pool *pool, u32 size, bool remote,
 			    struct mem_cgroup *memcg,
 			    const unsigned long *deadline);
 void smr_buf_put(struct smr_buf_pool *pool, struct smr_buf *buf);
+void smr_buf_pool_pin(struct smr_buf_pool *pool);
+void smr_buf_pool_unpin(struct smr_buf_pool *pool);
 void smr_buf_free(struct smr_buf *buf);
 u32 smr_buf_size_for(int sockbuf);
 u32 smr_buf_sndbuf_size(const struct sock *tsk);

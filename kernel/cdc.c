@@ -49,6 +49,7 @@ void smr_conn_init(struct smr_sock *smr)
 	timer_setup(&conn->cork_timer, smr_tx_cork_expired, 0);
 	timer_setup(&conn->tcp_err_timer, smr_conn_tcp_err_expired, 0);
 	timer_setup(&conn->orphan_timer, smr_conn_orphan_expired, 0);
+	INIT_WORK(&conn->grow_work, smr_tx_grow_work);
 }
 
 /*

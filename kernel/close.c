@@ -524,7 +524,7 @@ static bool smr_close_end_early_locked(struct smr_conn *conn)
 void smr_close_link_down(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
-	struct smr_buf *rmb, *sndbuf;
+	struct smr_buf *rmb, *sndbuf, *sndbuf_next;
 	struct smr_link *link;
 	bool was_open, put;
 
@@ -536,11 +536,13 @@ void smr_close_link_down(struct smr_sock *smr)
 	/* not started (INIT): the handshake decides, kicked below */
 	put = smr_close_end_early_locked(conn);
 	spin_unlock_bh(&conn->lock);
-	smr_conn_take(smr, &link, &rmb, &sndbuf);
+	smr_conn_take(smr, &link, &rmb, &sndbuf, &sndbuf_next);
 	if (rmb)
 		smr_buf_free(rmb);
 	if (sndbuf)
 		smr_buf_free(sndbuf);
+	if (sndbuf_next)
+		smr_buf_free(sndbuf_next);
 	/* a handshake waiting for this link decides now */
 	smr_hs_kick(smr);
 	release_sock(&smr->sk);

@@ -239,7 +239,8 @@ void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb)
  * destructor).
  */
 void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
-		   struct smr_buf **rmb, struct smr_buf **sndbuf)
+		   struct smr_buf **rmb, struct smr_buf **sndbuf,
+		   struct smr_buf **sndbuf_next)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct smr_buf_acct *unacc;
@@ -250,6 +251,7 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	*link = conn->link;
 	*rmb = conn->rmb;
 	*sndbuf = conn->sndbuf;
+	*sndbuf_next = conn->sndbuf_next;
 	charged = conn->user_charged;
 	uid = conn->charged_uid;
 	unacc = conn->unacc;
@@ -260,6 +262,7 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
 	conn->link = NULL;
 	WRITE_ONCE(conn->rmb, NULL);
 	conn->sndbuf = NULL;
+	conn->sndbuf_next = NULL;
 	conn->user_charged = 0;
 	conn->unacc_charged = 0;
 	spin_unlock_bh(&conn->lock);
@@ -278,16 +281,18 @@ void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
  */
 void smr_conn_give_back(struct smr_sock *smr)
 {
-	struct smr_buf *rmb, *sndbuf;
+	struct smr_buf *rmb, *sndbuf, *sndbuf_next;
 	struct smr_link *link;
 
-	smr_conn_take(smr, &link, &rmb, &sndbuf);
+	smr_conn_take(smr, &link, &rmb, &sndbuf, &sndbuf_next);
 	if (!link)
 		return;
 	if (rmb)
 		smr_buf_put(smr_link_pool(link), rmb);
 	if (sndbuf)
 		smr_buf_put(smr_link_pool(link), sndbuf);
+	if (sndbuf_next)
+		smr_buf_put(smr_link_pool(link), sndbuf_next);
 	smr_link_test_stale_key(link, smr->conn.peer_rmb_rkey,
 				smr->conn.peer_rmb_size);
 	smr_link_detach(link, &smr->conn.link_user);

@@ -71,6 +71,7 @@ struct smr_conn {
 	struct smr_link		*link;		/* holds a link reference */
 	struct smr_link_user	link_user;	/* the link's lock */
 	struct smr_buf		*sndbuf;	/* we copy into it, WRITE from it */
+	struct smr_buf		*sndbuf_next;	/* grown: @sndbuf once it is empty */
 	struct smr_buf		*rmb;		/* the peer WRITEs into it */
 	long			user_charged;	/* bytes charged to @charged_uid */
 	kuid_t			charged_uid;	/* sk_uid when charged: it may change */
@@ -101,8 +102,16 @@ struct smr_conn {
 	bool			tx_blocked;	/* told the peer we are blocked */
 	bool			tx_more;	/* last send had MSG_MORE */
 	bool			tx_force;	/* cork timer fired: send all */
-	bool			tx_grow;	/* larger ring once empty */
 	bool			tx_grown;	/* sock lock: growth was tried */
+	/*
+	 * The send ring's growth (tx.c): its work gets @sndbuf_next without
+	 * the sock lock, from @grow_link (a reference) for @grow_charge more
+	 * bytes (charged): both set before it is queued, read by it alone.
+	 */
+	struct work_struct	grow_work;
+	struct smr_link		*grow_link;
+	u32			grow_size;
+	long			grow_charge;
 	struct timer_list	cork_timer;	/* sends what a cork held back */
 	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
 	struct timer_list	orphan_timer;	/* closed: peer's final overdue */
@@ -251,7 +260,8 @@ int smr_conn_prepare(struct smr_sock *smr, struct smr_link *link);
 void smr_conn_set_peer(struct smr_sock *smr, const struct smr_hs_rmb *rmb);
 void smr_conn_fill_rmb(struct smr_sock *smr, struct smr_hs_rmb *rmb);
 void smr_conn_take(struct smr_sock *smr, struct smr_link **link,
-		   struct smr_buf **rmb, struct smr_buf **sndbuf);
+		   struct smr_buf **rmb, struct smr_buf **sndbuf,
+		   struct smr_buf **sndbuf_next);
 void smr_conn_give_back(struct smr_sock *smr);
 void smr_conn_destruct(struct smr_sock *smr);
 void smr_conn_owner_init(struct smr_sock *smr);
@@ -290,6 +300,7 @@ void smr_close_stop_timers(struct smr_sock *smr);
 int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len);
 void smr_tx_push(struct smr_sock *smr);
 void smr_tx_cork_expired(struct timer_list *t);
+void smr_tx_grow_work(struct work_struct *work);
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
 bool smr_tx_writable_locked(const struct smr_conn *conn);
 void smr_tx_write_space(struct smr_sock *smr);

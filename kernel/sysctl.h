@@ -15,7 +15,7 @@
 /*
  * wmem: the least send ring of a socket whose SO_SNDBUF was not set. TCP's
  * 16 KiB start suits a window that autotuning grows; an SMR ring starts at
- * this and grows once only for a writer that fills it (smr_tx_grow()), so
+ * this and grows once only for a writer that fills it (tx.c), so
  * idle connections pin little.
  */
 #define SMR_BUF_WMEM_DEFAULT		(64 << 10)

@@ -19,8 +19,10 @@
  * exactly when the peer's RMB has been full long enough for the send
  * buffer to fill behind it; they wake when a WRITE completes (and an O_ASYNC
  * owner that found it full gets SIGIO POLL_OUT, as from TCP). A writer that
- * fills a ring smaller than twice the peer's RMB gets a larger one, once
- * (smr_tx_grow()).
+ * fills a ring smaller than twice the peer's RMB gets a larger one, once:
+ * a work item gets it (registering it waits behind the link's traffic, and
+ * no send may wait for that), and the writer swaps it in when its ring is
+ * next empty (smr_tx_grow_start(), smr_tx_grow_work(), smr_tx_swap()).
  *
  * The push also sends what closing owes (close.c decides, through the
  * state: DONE_WRITING after the last byte, then the final CLOSED or
@@ -34,6 +36,14 @@
  * ring (under conn->lock too, when no byte is in it). The push runs under
  * conn->lock from any context (sendmsg, CDC receipt, completions); the
  * link's lock nests inside it while the CDC is posted.
+ *
+ * The growth work runs without the sock lock. Queued by the writer (sock
+ * lock held, the connection on its link), it holds the sock, the link and
+ * a pin on the link's pool (smr_buf_pool_pin(): the link's teardown frees
+ * the pool only after it) until its buffer is conn->sndbuf_next, set under
+ * conn->lock only while conn->link is still that link, or back in the
+ * pool. Whoever takes the connection's buffers takes sndbuf_next with them
+ * (smr_conn_take()). Queued at most once per connection (tx_grown).
  */
 #include <linux/net.h>
 #include <linux/sched/signal.h>
@@ -141,8 +151,9 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	*blocked = unsent > room;
 	if (!n)
 		return 0;
+	/* nor is a ring held back that waits to be swapped for a grown one */
 	if (smr_conn_fin_owed(conn) || conn->tx_urg > conn->tx_sent ||
-	    *blocked || conn->tx_force)
+	    *blocked || conn->tx_force || conn->sndbuf_next)
 		return n;
 	/* corked: wait for a quarter ring, the uncork or the cork timer */
 	hold = min(conn->peer_rmb_size, conn->sndbuf->size) / 4;
@@ -329,12 +340,16 @@ void smr_tx_push(struct smr_sock *smr)
 
 /*
  * Whether a writer waiting for room (SOCK_NOSPACE) may go on: a third of
- * the ring free, as TCP wakes writers and pollers, or for a ring about to
- * grow, an empty one (it is swapped empty). Wakers clear SOCK_NOSPACE only
- * when this holds (smr_tx_write_space()): one that cleared it on any
- * other event would leave a writer that checked just before asleep with
- * nobody left to wake it. Room only grows until the writer adds bytes, so
- * once true this stays true for it. Caller holds conn->lock.
+ * the ring free, as TCP wakes writers and pollers, or with a grown ring
+ * waiting, an empty one (it is swapped in empty). Wakers clear
+ * SOCK_NOSPACE only when this holds (smr_tx_write_space()): one that
+ * cleared it on any other event would leave a writer that checked just
+ * before asleep with nobody left to wake it. Room only grows until the
+ * writer adds bytes, so once true this stays true for it, but for the
+ * grown ring's arrival (smr_tx_grow_work()): a writer woken before it
+ * looks again and waits, SOCK_NOSPACE set anew, for the ring to empty,
+ * which it does (smr_tx_amount() sends all of a ring waiting for its
+ * swap). Caller holds conn->lock.
  */
 bool smr_tx_writable_locked(const struct smr_conn *conn)
 {
@@ -344,7 +359,7 @@ bool smr_tx_writable_locked(const struct smr_conn *conn)
 	if (smr_conn_is_reset(conn) || !conn->sndbuf)
 		return true;
 	used = conn->tx_prod - conn->tx_done;
-	if (conn->tx_grow)
+	if (conn->sndbuf_next)
 		return !used;
 	free = conn->sndbuf->size - used;
 	return free && free >= used / 2;
@@ -417,47 +432,93 @@ static u32 smr_tx_grow_size(struct smr_sock *smr)
 }
 
 /*
- * Swap the writer's empty ring for a larger one from the link's pool, once
- * per connection; on any shortage (memory, the user's limit, the device's
- * MR size) the ring stays as it is. The ring is ours alone (the peer only
- * knows our RMB), so nothing is announced. Sock lock held, which keeps
- * conn->link (and its reference) and conn->sndbuf in place (smr.h); the
- * ring is empty, so no posted WRITE reads the old one: every CDC slot holds
- * the sock until it completes, and its WRITEs complete before it.
+ * The writer filled its ring, which should be larger: charge the bytes it
+ * adds and have smr_tx_grow_work() get it. Once per connection; on any
+ * shortage (the user's limit here, memory or the device's MR size there)
+ * the ring stays as it is. The ring is ours alone (the peer only knows our
+ * RMB), so nothing is announced. Sock lock held, which keeps conn->link
+ * (and its reference) in place (smr.h) while the work takes its own.
  */
-static void smr_tx_grow(struct smr_sock *smr)
+static void smr_tx_grow_start(struct smr_sock *smr)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct smr_link *link = conn->link;
-	struct smr_buf *bigger, *old = conn->sndbuf;
 	u32 want = smr_tx_grow_size(smr);
 
 	sock_owned_by_me(&smr->sk);
-	spin_lock_bh(&conn->lock);
-	conn->tx_grow = false;
-	spin_unlock_bh(&conn->lock);
 	conn->tx_grown = true;
 	if (!want || !link)
 		return;
-	/* charged first: past the user's limit, nothing is allocated */
 	want = smr_buf_size_on(smr_link_pool(link), want);
-	if (want <= old->size ||
-	    smr_buf_charge_user(conn->charged_uid, want - old->size))
+	if (want <= conn->sndbuf->size)
 		return;
+	/* charged first: past the user's limit, nothing is allocated */
+	conn->grow_charge = want - conn->sndbuf->size;
+	if (smr_buf_charge_user(conn->charged_uid, conn->grow_charge))
+		return;
+	conn->grow_size = want;
+	smr_link_hold(link);
+	conn->grow_link = link;
+	smr_buf_pool_pin(smr_link_pool(link));
+	smr_sock_queue_work(&smr->sk, &conn->grow_work);	/* never queued yet */
+}
+
+/*
+ * Get the grown ring (see "Locking and lifetimes"): it becomes
+ * conn->sndbuf_next if the connection is still on the link, else goes back
+ * to the pool with its charge. Process context, no lock held.
+ */
+void smr_tx_grow_work(struct work_struct *work)
+{
+	struct smr_conn *conn = container_of(work, struct smr_conn, grow_work);
+	struct smr_sock *smr = container_of(conn, struct smr_sock, conn);
+	struct smr_link *link = conn->grow_link;
+	struct smr_buf_pool *pool = smr_link_pool(link);
+	unsigned long deadline;
+	struct smr_buf *bigger;
+	bool taken = false;
+
 	smr_test_tx_grow_delay();
-	/* optional: a writer never waits for the link's room for it */
-	bigger = smr_buf_get(smr_link_pool(link), want, false, conn->memcg,
-			     NULL);
-	if (IS_ERR(bigger)) {
-		smr_buf_uncharge_user(conn->charged_uid, want - old->size);
-		return;
+	/* as long as a handshake step may wait for room on a busy link */
+	deadline = jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
+	bigger = smr_buf_get(pool, conn->grow_size, false, conn->memcg,
+			     &deadline);
+	if (!IS_ERR(bigger)) {
+		spin_lock_bh(&conn->lock);
+		if (conn->link == link && conn->sndbuf) {
+			conn->sndbuf_next = bigger;
+			conn->user_charged += conn->grow_charge;
+			taken = true;
+		}
+		spin_unlock_bh(&conn->lock);
+		if (!taken)
+			smr_buf_put(pool, bigger);
 	}
+	if (!taken)
+		smr_buf_uncharge_user(conn->charged_uid, conn->grow_charge);
+	smr_buf_pool_unpin(pool);
+	smr_link_put(link);
+	sock_put(&smr->sk);
+}
+
+/*
+ * The ring is empty and a grown one waits: swap them. Sock lock held (the
+ * writer's), which keeps conn->link in place; the ring is empty, so no
+ * posted WRITE reads the old one: every CDC slot holds the sock until it
+ * completes, and its WRITEs complete before it.
+ */
+static void smr_tx_swap(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct smr_buf *old;
+
+	sock_owned_by_me(&smr->sk);
 	spin_lock_bh(&conn->lock);
-	/* only this writer adds bytes: the ring is still empty */
-	conn->sndbuf = bigger;
-	conn->user_charged += want - old->size;
+	old = conn->sndbuf;
+	conn->sndbuf = conn->sndbuf_next;
+	conn->sndbuf_next = NULL;
 	spin_unlock_bh(&conn->lock);
-	smr_buf_put(smr_link_pool(link), old);
+	smr_buf_put(smr_link_pool(conn->link), old);
 	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_SNDBUF_GROWN);
 }
 
@@ -489,21 +550,18 @@ static int smr_tx_check(struct smr_sock *smr)
 }
 
 /*
- * The ring is full, or about to grow: mark the writer waiting, push what
- * is in it and wait for room. 0 to look again, or the errno that ends the
- * send. Sock lock held (dropped while asleep).
+ * The ring is full, or waits to be swapped for a grown one: mark the
+ * writer waiting, push what is in it and wait for room. 0 to look again,
+ * or the errno that ends the send. Sock lock held (dropped while asleep).
  */
-static int smr_tx_wait_room(struct smr_sock *smr, bool grow, long *timeo)
+static int smr_tx_wait_room(struct smr_sock *smr, long *timeo)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
 
 	sock_owned_by_me(sk);
-	if (!grow && smr_tx_grow_size(smr)) {
-		spin_lock_bh(&conn->lock);
-		conn->tx_grow = true;
-		spin_unlock_bh(&conn->lock);
-	}
+	if (smr_tx_grow_size(smr))
+		smr_tx_grow_start(smr);
 	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 	smr_tx_push(smr);
 	if (!*timeo)
@@ -547,7 +605,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 	while (copied < len) {
 		struct smr_buf *sndbuf;
 		u64 prod, space;
-		bool empty, grow;
+		bool empty, swap;
 		u32 n;
 
 		spin_lock_bh(&conn->lock);
@@ -556,7 +614,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		prod = conn->tx_prod;
 		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
 		empty = prod == conn->tx_done;
-		grow = conn->tx_grow;
+		swap = conn->sndbuf_next;
 		/* broken accounting must never write past the ring */
 		if (!err && sndbuf &&
 		    WARN_ON_ONCE(prod - conn->tx_done > sndbuf->size))
@@ -573,13 +631,13 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		if (err)
 			break;
 
-		if (grow && empty) {
-			smr_tx_grow(smr);
+		if (swap && empty) {
+			smr_tx_swap(smr);
 			continue;
 		}
-		/* a ring about to grow takes no more bytes until it is empty */
-		if (!space || grow) {
-			err = smr_tx_wait_room(smr, grow, &timeo);
+		/* a ring to be swapped takes no more bytes until it is empty */
+		if (!space || swap) {
+			err = smr_tx_wait_room(smr, &timeo);
 			if (err)
 				break;
 			continue;
