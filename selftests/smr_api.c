@@ -1566,6 +1566,53 @@ TEST_F(smr_api, connect_nonblock_refused)
 	close(hold);
 }
 
+static void peek_off_refused_as_tcp(META, int af, int fd);
+
+/*
+ * A connect() that fails once the attempt is under way disconnects the
+ * socket (__inet_stream_connect() calls tcp_disconnect()), which turns
+ * SO_PEEK_OFF off (6.10 on; before, neither socket takes it): so does a
+ * blocking one refused, and a non-blocking one's next connect() that
+ * reports the refusal. One refused before it starts (a short address)
+ * keeps the offset. Before the fix an SMR socket kept its offset, 5.
+ */
+TEST_F(smr_api, connect_refused_peek_off)
+{
+	struct sockaddr_storage to;
+	int hold = closed_port(_metadata, self, &to);
+	int fd = NEW_SOCK(SOCK_STREAM);
+	struct pollfd p;
+	int ret;
+
+	ret = xsetint(fd, SOL_SOCKET, SO_PEEK_OFF, 5);
+	if (ret == -EOPNOTSUPP) {
+		peek_off_refused_as_tcp(_metadata, self->af, fd);
+		close(fd);
+		close(hold);
+		return;
+	}
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(-EINVAL, xconnect(fd, &to, sizeof(sa_family_t) + 2));
+	EXPECT_EQ(5, GETINT(fd, SOL_SOCKET, SO_PEEK_OFF));
+	EXPECT_EQ(-ECONNREFUSED, xconnect(fd, &to, af_len(self->af)));
+	EXPECT_EQ(-1, GETINT(fd, SOL_SOCKET, SO_PEEK_OFF))
+		TH_LOG("the refused connect() kept the peek offset");
+	close(fd);
+
+	fd = NEW_SOCK(SOCK_STREAM | SOCK_NONBLOCK);
+	ASSERT_EQ(0, xsetint(fd, SOL_SOCKET, SO_PEEK_OFF, 5));
+	ASSERT_EQ(-EINPROGRESS, xconnect(fd, &to, af_len(self->af)));
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	ASSERT_EQ(1, poll(&p, 1, SOON_MS));
+	/* refused, not yet reported: nothing disconnected it */
+	EXPECT_EQ(5, GETINT(fd, SOL_SOCKET, SO_PEEK_OFF));
+	EXPECT_EQ(-ECONNREFUSED, xconnect(fd, &to, af_len(self->af)));
+	EXPECT_EQ(-1, GETINT(fd, SOL_SOCKET, SO_PEEK_OFF))
+		TH_LOG("the connect() that reported the refusal kept the peek offset");
+	close(fd);
+	close(hold);
+}
+
 TEST_F(smr_api, connect_twice)
 {
 	struct sockaddr_storage la, la2;
