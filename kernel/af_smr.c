@@ -325,7 +325,7 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 	struct smr_sock *smr = smr_sk(sock->sk);
 	struct socket *tcp = smr_tcp_of(sock);
 	long timeo;
-	int err;
+	int err, dis;
 
 	bool unspec = addr && len >= sizeof(addr->sa_family) &&
 		      addr->sa_family == AF_UNSPEC;
@@ -339,8 +339,15 @@ static int smr_connect(struct socket *sock, struct sockaddr *addr, int len,
 	/* RDMA: the disconnect resets it and TCP carries on alone */
 	if (unspec)
 		smr_transport(smr)->disconnect(smr);
+	dis = READ_ONCE(tcp->sk->sk_disconnects);
 	err = tcp->ops->connect(tcp, addr, len, flags);
 	smr_tcp_err_consumed(smr, err);
+	/*
+	 * A failed attempt TCP disconnected (__inet_stream_connect()) has no
+	 * peek offset left (tcp_disconnect()): the application's is ours
+	 */
+	if (err && !unspec && READ_ONCE(tcp->sk->sk_disconnects) != dis)
+		WRITE_ONCE(smr->sk.sk_peek_off, -1);
 	/* connect(AF_UNSPEC) disconnects: TCP's answer is the answer */
 	if (unspec) {
 		if (!err) {
