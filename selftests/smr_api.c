@@ -2890,6 +2890,68 @@ TEST_F(smr_api, sigio_out_when_room_fallback)
 	check_sigio_out(_metadata, cli, srv);
 }
 
+/*
+ * TCP arms its POLL_OUT only while the socket is O_ASYNC: the send or
+ * poll that finds no room sets SOCKWQ_ASYNC_NOSPACE through sk_set_bit(),
+ * which does nothing without SOCK_FASYNC, and sk_stream_write_space()
+ * signals only if that bit is set (sock_wake_async(SOCK_WAKE_SPACE)). So
+ * an owner that turns O_ASYNC on once its socket is full, and then does
+ * not send or poll, gets no SIGIO when the peer drains it; it does once
+ * a send or poll armed it (check_sigio_out()). Before the fix an SMR
+ * socket in mode rdma armed the signal by SOCK_NOSPACE, which a full
+ * socket has with or without O_ASYNC: that owner got a POLL_OUT.
+ */
+TEST_F(smr_api, sigio_out_armed_only_async)
+{
+	struct sigaction sa = { .sa_sigaction = sigio_info,
+				.sa_flags = SA_SIGINFO };
+	long long total[SIGIO_FILL_ROUNDS] = { 0 };
+	struct sockaddr_storage la;
+	int i, rounds, l, cli, srv, outq = -1;
+	long long deadline;
+
+	l = LISTENER(4, &la);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	sigrt_block(true, true);
+	ASSERT_EQ(0, sigaction(SIGRTMIN, &sa, NULL));
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETSIG, SIGRTMIN));
+	/* full, without O_ASYNC: its sends and polls found no room */
+	for (rounds = 0; rounds < SIGIO_FILL_ROUNDS; rounds++) {
+		total[rounds] = fill_until_blocked(cli, 31 + rounds);
+		ASSERT_LE(0, total[rounds]);
+		if (rounds && !total[rounds])
+			break;
+		usleep(300 * 1000);
+	}
+	ASSERT_LT(0, total[0]);
+	ASSERT_MASK(0, mask_now(_metadata, cli));
+
+	/* O_ASYNC now; held until all came back, unpolled (a poll arms) */
+	sigio_count = 0;
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) | O_ASYNC));
+	for (i = 0; i < SIGIO_FILL_ROUNDS && total[i]; i++)
+		drain_check(_metadata, srv, total[i], 31 + i);
+	deadline = smr_now_ms() + SOON_MS;
+	do {
+		ASSERT_EQ(0, xioctl_int(cli, SIOCOUTQ, &outq));
+		if (!outq)
+			break;
+		usleep(5000);
+	} while (smr_now_ms() < deadline);
+	EXPECT_EQ(0, outq);
+	usleep(100 * 1000);
+	sigrt_block(false, false);
+	EXPECT_EQ(0, sigio_count)
+		TH_LOG("SIGIO (si_code %d, si_band %#x) that no send or poll armed",
+		       (int)sigio_code, (unsigned int)sigio_band);
+	ASSERT_MASK(M_OUT, mask_now(_metadata, cli));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) & ~O_ASYNC));
+
+	/* armed by a send or poll that finds no room, it comes as before */
+	check_sigio_out(_metadata, cli, srv);
+}
+
 /* Four 1000-byte pieces 20 ms apart, a 100-byte tail, then EOF. */
 static void __attribute__((noreturn)) child_slow_writer(int fd)
 {
