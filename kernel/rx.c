@@ -444,10 +444,12 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 		 * ring about to grow once it is empty: smr_tx_writable_locked()).
 		 */
 		if (conn->sndbuf) {
-			if (smr_tx_writable_locked(conn))
+			if (smr_tx_writable_locked(conn)) {
 				mask |= EPOLLOUT | EPOLLWRNORM;
-			else
+			} else {	/* SIGIO later, as tcp_poll() */
+				sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
 				set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+			}
 		}
 	} else {
 		mask |= EPOLLOUT | EPOLLWRNORM;

@@ -484,9 +484,9 @@ static void smr_rdma_disconnect(struct smr_sock *smr)
 	WRITE_ONCE(smr->transport, &smr_transport_tcp);
 	if (smr->sk.sk_socket) {
 		/*
-		 * the ring's arming goes with it: a late completion of the
-		 * old connection signals no POLL_OUT (smr_tx_write_space());
-		 * TCP arms its own socket
+		 * the ring's SOCK_NOSPACE goes with it: a late completion of
+		 * the old connection wakes nobody and signals no POLL_OUT
+		 * (smr_tx_write_space()); TCP sets its own socket's
 		 */
 		clear_bit(SOCK_NOSPACE, &smr->sk.sk_socket->flags);
 		smr_tcp_redirect_wq(smr, smr->sk.sk_socket);

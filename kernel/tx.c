@@ -369,11 +369,12 @@ bool smr_tx_writable_locked(const struct smr_conn *conn)
  * A writer or poller waiting for room (SOCK_NOSPACE) is woken once there
  * is enough (smr_tx_writable_locked() says why only then); completions and
  * consumer updates are no event otherwise. The O_ASYNC owner gets SIGIO
- * POLL_OUT then, as from TCP's sk_stream_write_space(): SOCK_NOSPACE is
- * set where TCP arms that signal (SOCKWQ_ASYNC_NOSPACE), by a send that
- * found no room and by a poll that found the socket not writable; not
- * once writing is shut down. Any context, no lock held; setsockopt()
- * calls it too (the SMR sock's sk_write_space in RDMA mode).
+ * POLL_OUT then if it was armed, as from TCP's sk_stream_write_space():
+ * SOCKWQ_ASYNC_NOSPACE, which a send that found no room and a poll that
+ * found the socket not writable set while the socket is O_ASYNC
+ * (sk_set_bit()), as TCP's do; not once writing is shut down. Any
+ * context, no lock held; setsockopt() calls it too (the SMR sock's
+ * sk_write_space in RDMA mode).
  */
 void smr_tx_write_space(struct smr_sock *smr)
 {
@@ -395,9 +396,8 @@ void smr_tx_write_space(struct smr_sock *smr)
 		wake_up_interruptible_poll(&wq->wait, EPOLLOUT | EPOLLWRNORM |
 					   EPOLLWRBAND);
 	rcu_read_unlock();
-	/* SOCK_WAKE_IO: SOCK_NOSPACE was the arming, already taken */
 	if (!(READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN))
-		sk_wake_async(sk, SOCK_WAKE_IO, POLL_OUT);
+		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
 }
 
 static bool smr_tx_writable(struct smr_conn *conn)
@@ -564,10 +564,16 @@ static int smr_tx_wait_room(struct smr_sock *smr, long *timeo)
 		smr_tx_grow_start(smr);
 	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 	smr_tx_push(smr);
+	/*
+	 * As sk_stream_wait_memory(): a send that gives up arms SIGIO
+	 * POLL_OUT (while O_ASYNC), one that sleeps disarms it
+	 */
+	sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
 	if (!*timeo)
 		return -EAGAIN;
 	if (signal_pending(current))
 		return sock_intr_errno(*timeo);
+	sk_clear_bit(SOCKWQ_ASYNC_NOSPACE, sk);
 	smr_wait_event(sk, timeo, smr_tx_writable(conn) ||
 		       READ_ONCE(sk->sk_err));
 	return 0;
@@ -602,6 +608,8 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 
 	lock_sock(sk);
 	timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	/* a send disarms SIGIO POLL_OUT, as tcp_sendmsg_locked() */
+	sk_clear_bit(SOCKWQ_ASYNC_NOSPACE, sk);
 	while (copied < len) {
 		struct smr_buf *sndbuf;
 		u64 prod, space;
