@@ -558,22 +558,34 @@ static int smr_tx_wait_room(struct smr_sock *smr, long *timeo)
 {
 	struct smr_conn *conn = &smr->conn;
 	struct sock *sk = &smr->sk;
+	bool give_up;
 
 	sock_owned_by_me(sk);
 	if (smr_tx_grow_size(smr))
 		smr_tx_grow_start(smr);
-	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-	smr_tx_push(smr);
+	give_up = !*timeo || signal_pending(current);
 	/*
 	 * As sk_stream_wait_memory(): a send that gives up arms SIGIO
-	 * POLL_OUT (while O_ASYNC), one that sleeps disarms it
+	 * POLL_OUT (while O_ASYNC), one that sleeps disarms it. Armed before
+	 * SOCK_NOSPACE is set: a completion on another CPU clears NOSPACE and
+	 * then signals if armed, so the other order could wake with the
+	 * signal not yet armed and leave none for later (TCP's ACKs wait
+	 * for the socket lock; our completions do not).
 	 */
-	sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
-	if (!*timeo)
-		return -EAGAIN;
-	if (signal_pending(current))
-		return sock_intr_errno(*timeo);
-	sk_clear_bit(SOCKWQ_ASYNC_NOSPACE, sk);
+	if (give_up)
+		sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
+	else
+		sk_clear_bit(SOCKWQ_ASYNC_NOSPACE, sk);
+	smp_mb__before_atomic();	/* the arming, then NOSPACE */
+	set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+	smp_mb__after_atomic();		/* NOSPACE, then the room re-read */
+	smr_tx_push(smr);
+	if (give_up) {
+		/* room that came before NOSPACE was set woke nobody: look */
+		if (smr_tx_writable(conn))
+			return 0;
+		return !*timeo ? -EAGAIN : sock_intr_errno(*timeo);
+	}
 	smr_wait_event(sk, timeo, smr_tx_writable(conn) ||
 		       READ_ONCE(sk->sk_err));
 	return 0;
