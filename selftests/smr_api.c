@@ -2912,6 +2912,14 @@ TEST_F(smr_api, sigio_out_armed_only_async)
 
 	l = LISTENER(4, &la);
 	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	if (self->smr) {
+		/* the ring's arming is the point: not TCP's, in fallback */
+		struct smr_info info;
+		socklen_t len = sizeof(info);
+
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_MODE_RDMA, info.mode);
+	}
 	sigrt_block(true, true);
 	ASSERT_EQ(0, sigaction(SIGRTMIN, &sa, NULL));
 	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
