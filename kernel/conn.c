@@ -52,21 +52,33 @@
 static DEFINE_HASHTABLE(smr_token_table, SMR_TOKEN_BITS);
 static DEFINE_SPINLOCK(smr_token_lock);
 
-/* Wake the SMR socket's waiters and async owners for @mask. Any context. */
-void smr_conn_wake(struct smr_sock *smr, __poll_t mask)
+/*
+ * Wake the SMR socket's sleepers for @mask, signalling nobody: what TCP's
+ * sk_state_change does (a shutdown of our own). Any context.
+ */
+void smr_conn_wake_sleepers(struct smr_sock *smr, __poll_t mask)
 {
-	struct sock *sk = &smr->sk;
 	struct socket_wq *wq;
 
 	rcu_read_lock();
-	wq = rcu_dereference(sk->sk_wq);
+	wq = rcu_dereference(smr->sk.sk_wq);
 	if (skwq_has_sleeper(wq))
 		wake_up_interruptible_poll(&wq->wait, mask);
 	rcu_read_unlock();
+}
+
+/*
+ * Wake the SMR socket's sleepers for @mask, and its O_ASYNC owner for
+ * input (data, EOF, a reset), as TCP's data_ready does. Write space
+ * signals only from smr_tx_write_space(), where TCP's write_space does:
+ * once a send or poll that found no room armed it, never after shutdown.
+ * Any context.
+ */
+void smr_conn_wake(struct smr_sock *smr, __poll_t mask)
+{
+	smr_conn_wake_sleepers(smr, mask);
 	if (mask & (EPOLLIN | EPOLLHUP | EPOLLERR))
-		sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
-	if (mask & EPOLLOUT)
-		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
+		sk_wake_async(&smr->sk, SOCK_WAKE_WAITD, POLL_IN);
 }
 
 /*

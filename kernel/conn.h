@@ -268,6 +268,7 @@ void smr_conn_owner_init(struct smr_sock *smr);
 int smr_conn_child_init(struct smr_sock *child, struct smr_sock *listener,
 			const struct in6_addr *peer, bool v6);
 void smr_conn_accepted(struct smr_sock *child);
+void smr_conn_wake_sleepers(struct smr_sock *smr, __poll_t mask);
 void smr_conn_wake(struct smr_sock *smr, __poll_t mask);
 u64 smr_conn_new_token(struct smr_sock *smr);
 struct smr_sock *smr_conn_lookup_token(u64 token);

@@ -430,7 +430,8 @@ static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 		release_sock(&smr->sk);
 		smr_tx_push(smr);
 	}
-	smr_conn_wake(smr, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+	/* our own shutdown: pollers look again, nobody is signalled (TCP's) */
+	smr_conn_wake_sleepers(smr, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	return 0;
 }
 

@@ -2960,6 +2960,83 @@ TEST_F(smr_api, sigio_out_armed_only_async)
 	check_sigio_out(_metadata, cli, srv);
 }
 
+/*
+ * An owner's own shutdown(SHUT_WR) signals it nothing, and room that
+ * comes after it neither: TCP's shutdown only wakes sleepers
+ * (sk_state_change), and sk_stream_write_space() sends no POLL_OUT once
+ * writing is shut. @cli is full (its sends armed POLL_OUT) and O_ASYNC.
+ * Before the fix an SMR socket in mode rdma signalled POLL_IN at the
+ * shutdown (its wake-up sent SIGIO for any EPOLLIN) and POLL_OUT (for any
+ * EPOLLOUT).
+ */
+static void check_sigio_not_for_shutdown(META, int cli, int srv)
+{
+	struct sigaction sa = { .sa_sigaction = sigio_info,
+				.sa_flags = SA_SIGINFO };
+	long long total;
+
+	sigrt_block(true, false);
+	ASSERT_EQ(0, sigaction(SIGRTMIN, &sa, NULL));
+	ASSERT_EQ(0, fcntl(cli, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(cli, F_SETSIG, SIGRTMIN));
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) | O_ASYNC));
+	total = fill_until_blocked(cli, 41);
+	ASSERT_LT(0, total);
+	/* what room gave while it filled is not counted */
+	sigrt_block(false, true);
+	sigio_count = 0;
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	usleep(200 * 1000);
+	EXPECT_EQ(0, sigio_count)
+		TH_LOG("SIGIO (si_code %d, si_band %#x) for the owner's own shutdown",
+		       (int)sigio_code, (unsigned int)sigio_band);
+	sigrt_block(true, false);
+	sigio_count = 0;
+	drain_check(_metadata, srv, total, 41);
+	EXPECT_EQ(0, recv_upto(srv, &(char){0}, 1, SOON_MS));
+	sigrt_block(false, false);
+	usleep(200 * 1000);
+	EXPECT_EQ(0, sigio_count)
+		TH_LOG("SIGIO (si_code %d, si_band %#x) for room after shutdown",
+		       (int)sigio_code, (unsigned int)sigio_band);
+	ASSERT_EQ(0, fcntl(cli, F_SETFL, fcntl(cli, F_GETFL) & ~O_ASYNC));
+}
+
+TEST_F(smr_api, sigio_not_for_own_shutdown)
+{
+	struct sockaddr_storage la;
+	int l, cli, srv;
+
+	l = LISTENER(4, &la);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	if (self->smr) {
+		struct smr_info info;
+		socklen_t len = sizeof(info);
+
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+	}
+	check_sigio_not_for_shutdown(_metadata, cli, srv);
+}
+
+/* The same on an SMR socket that fell back: TCP's own signals. */
+TEST_F(smr_api, sigio_not_for_own_shutdown_fallback)
+{
+	struct sockaddr_storage la;
+	struct smr_info info;
+	int l, cli, srv;
+	socklen_t len;
+
+	l = tcp_listener(_metadata, self, 4, &la);
+	SMALL_BUF_PAIR(l, &la, &cli, &srv);
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_MODE_TCP, info.mode);
+	}
+	check_sigio_not_for_shutdown(_metadata, cli, srv);
+}
+
 /* Four 1000-byte pieces 20 ms apart, a 100-byte tail, then EOF. */
 static void __attribute__((noreturn)) child_slow_writer(int fd)
 {
