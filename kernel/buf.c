@@ -861,7 +861,8 @@ void smr_buf_pool_unpin(struct smr_buf_pool *pool)
 /*
  * Process context, the pool's link going: free every buffer it has (no
  * connection puts one back any more) once no pinned get is under way
- * (the link is down: theirs fail fast) and its work is done with its own.
+ * (the link is down: a registration fails at once, one posted before is
+ * flushed) and its work is done with its own.
  */
 void smr_buf_pool_destroy(struct smr_buf_pool *pool)
 {

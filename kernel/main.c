@@ -31,6 +31,7 @@ MODULE_PARM_DESC(family, "address family number of SMR sockets (default "
 		 __stringify(SMR_FAMILY_DEFAULT) ")");
 
 struct workqueue_struct *smr_wq;
+struct workqueue_struct *smr_tx_wq;
 
 static int __init smr_init(void)
 {
@@ -56,9 +57,15 @@ static int __init smr_init(void)
 		err = -ENOMEM;
 		goto err_proto;
 	}
+	/* a send ring's growth waits on its link: apart, and few at once */
+	smr_tx_wq = alloc_workqueue("smr_tx", WQ_UNBOUND, SMR_TX_WQ_ACTIVE);
+	if (!smr_tx_wq) {
+		err = -ENOMEM;
+		goto err_wq;
+	}
 	err = smr_sysctl_init();
 	if (err)
-		goto err_wq;
+		goto err_tx_wq;
 	err = smr_option_init();
 	if (err)
 		goto err_sysctl;
@@ -82,6 +89,8 @@ err_option:
 	smr_option_exit();
 err_sysctl:
 	smr_sysctl_exit();
+err_tx_wq:
+	destroy_workqueue(smr_tx_wq);
 err_wq:
 	destroy_workqueue(smr_wq);
 err_proto:
@@ -104,6 +113,7 @@ static void __exit smr_exit(void)
 	smr_link_exit();
 	smr_option_exit();
 	smr_sysctl_exit();
+	destroy_workqueue(smr_tx_wq);
 	destroy_workqueue(smr_wq);
 	smr_proto_exit();
 	smr_proc_exit();

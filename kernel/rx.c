@@ -441,7 +441,8 @@ __poll_t smr_rx_poll(struct smr_sock *smr)
 	if (!(shutdown & SEND_SHUTDOWN)) {
 		/*
 		 * As TCP: writable once a third of the queue is free (and a
-		 * ring about to grow once it is empty: smr_tx_writable_locked()).
+		 * ring whose grown successor waits, once it is empty:
+		 * smr_tx_writable_locked()).
 		 */
 		if (conn->sndbuf) {
 			if (smr_tx_writable_locked(conn)) {

@@ -67,6 +67,7 @@ static const char *const smr_stat_names[SMR_STAT_FALLBACK_FIRST] = {
 	[SMR_STAT_BUF_REGISTERED]	= "buffers_registered",
 	[SMR_STAT_BUF_REGISTER_FAILED]	= "buffers_register_failed",
 	[SMR_STAT_SNDBUF_GROWN]		= "sndbufs_grown",
+	[SMR_STAT_SNDBUF_GROW_DROPPED]	= "sndbufs_grow_dropped",
 	[SMR_STAT_BUF_MEM_LIMIT]	= "buffers_mem_limit",
 	[SMR_STAT_BUF_USER_LIMIT]	= "buffers_user_limit",
 	[SMR_STAT_CDC_INLINE_SENT]	= "cdc_inline_sent",

@@ -51,6 +51,7 @@ enum smr_stat {
 	SMR_STAT_BUF_REGISTERED,	/* memory registrations (REG_MR) */
 	SMR_STAT_BUF_REGISTER_FAILED,	/* registrations the link refused */
 	SMR_STAT_SNDBUF_GROWN,		/* send rings a writer outgrew */
+	SMR_STAT_SNDBUF_GROW_DROPPED,	/* grown rings never swapped in */
 	SMR_STAT_BUF_MEM_LIMIT,		/* refused: net.smr.mem_max reached */
 	SMR_STAT_BUF_USER_LIMIT,	/* refused: net.smr.mem_user_max */
 	SMR_STAT_CDC_INLINE_SENT,	/* CDCs that carried the data */

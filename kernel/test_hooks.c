@@ -37,9 +37,10 @@
  * windows that saw it (none once shutdown waits for the sender).
  *
  * test_tx_grow_delay_ms (selftests smr_api, nonblock_send_not_held_by_grow):
- * the next send ring grow waits N ms before it takes its bigger ring, as
- * its registration does behind a busy link's requests (rxe runs the
- * LOCAL_INV that leads it only once they completed);
+ * the next send ring grow waits N ms once it has its bigger ring, before
+ * it gives it to the connection, as if its registration had waited behind
+ * a busy link's requests (rxe runs the LOCAL_INV that leads it only once
+ * they completed);
  * test_tx_grow_delay_hits counts those waits.
  *
  * test_hs_answer_delay_ms (selftests smr_api, handshake_slow_client and

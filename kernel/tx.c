@@ -37,12 +37,13 @@
  * conn->lock from any context (sendmsg, CDC receipt, completions); the
  * link's lock nests inside it while the CDC is posted.
  *
- * The growth work runs without the sock lock. Queued by the writer (sock
- * lock held, the connection on its link), it holds the sock, the link and
- * a pin on the link's pool (smr_buf_pool_pin(): the link's teardown frees
- * the pool only after it) until its buffer is conn->sndbuf_next, set under
- * conn->lock only while conn->link is still that link, or back in the
- * pool. Whoever takes the connection's buffers takes sndbuf_next with them
+ * The growth work runs without the sock lock, on smr_tx_wq. Queued by the
+ * writer (sock lock held, the connection on its link), it holds the sock,
+ * the link and a pin on the link's pool (smr_buf_pool_pin(): the link's
+ * teardown frees the pool only after it) until its buffer is
+ * conn->sndbuf_next, set under conn->lock only while conn->link is still
+ * that link and the connection ACTIVE, or back in the pool. Whoever
+ * takes the connection's buffers takes sndbuf_next with them
  * (smr_conn_take()). Queued at most once per connection (tx_grown).
  */
 #include <linux/net.h>
@@ -151,7 +152,10 @@ static u32 smr_tx_amount(struct smr_sock *smr, bool *blocked)
 	*blocked = unsent > room;
 	if (!n)
 		return 0;
-	/* nor is a ring held back that waits to be swapped for a grown one */
+	/*
+	 * nor is a ring held back that waits to be swapped for a grown one:
+	 * cork and Nagle wait until it is swapped in, empty
+	 */
 	if (smr_conn_fin_owed(conn) || conn->tx_urg > conn->tx_sent ||
 	    *blocked || conn->tx_force || conn->sndbuf_next)
 		return n;
@@ -432,12 +436,14 @@ static u32 smr_tx_grow_size(struct smr_sock *smr)
 }
 
 /*
- * The writer filled its ring, which should be larger: charge the bytes it
- * adds and have smr_tx_grow_work() get it. Once per connection; on any
+ * The writer filled its ring, which should be larger: charge the new ring
+ * and have smr_tx_grow_work() get it. Once per connection; on any
  * shortage (the user's limit here, memory or the device's MR size there)
- * the ring stays as it is. The ring is ours alone (the peer only knows our
- * RMB), so nothing is announced. Sock lock held, which keeps conn->link
- * (and its reference) in place (smr.h) while the work takes its own.
+ * the ring stays as it is. The new ring is charged whole until the swap
+ * gives the old one's charge back: the connection holds both meanwhile.
+ * The ring is ours alone (the peer only knows our RMB), so nothing is
+ * announced. Sock lock held, which keeps conn->link (and its reference)
+ * in place (smr.h) while the work takes its own.
  */
 static void smr_tx_grow_start(struct smr_sock *smr)
 {
@@ -453,20 +459,23 @@ static void smr_tx_grow_start(struct smr_sock *smr)
 	if (want <= conn->sndbuf->size)
 		return;
 	/* charged first: past the user's limit, nothing is allocated */
-	conn->grow_charge = want - conn->sndbuf->size;
-	if (smr_buf_charge_user(conn->charged_uid, conn->grow_charge))
+	if (smr_buf_charge_user(conn->charged_uid, want))
 		return;
 	conn->grow_size = want;
 	smr_link_hold(link);
 	conn->grow_link = link;
 	smr_buf_pool_pin(smr_link_pool(link));
-	smr_sock_queue_work(&smr->sk, &conn->grow_work);	/* never queued yet */
+	sock_hold(&smr->sk);
+	/* queued once per connection (tx_grown): it cannot be pending */
+	WARN_ON_ONCE(!queue_work(smr_tx_wq, &conn->grow_work));
 }
 
 /*
  * Get the grown ring (see "Locking and lifetimes"): it becomes
- * conn->sndbuf_next if the connection is still on the link, else goes back
- * to the pool with its charge. Process context, no lock held.
+ * conn->sndbuf_next if the connection still sends on the link, else goes
+ * back to the pool with its charge. Its memory goes to conn->memcg (as the
+ * handshake's buffers: none named, the worker's, the root). Process
+ * context, no lock held.
  */
 void smr_tx_grow_work(struct work_struct *work)
 {
@@ -474,52 +483,71 @@ void smr_tx_grow_work(struct work_struct *work)
 	struct smr_sock *smr = container_of(conn, struct smr_sock, conn);
 	struct smr_link *link = conn->grow_link;
 	struct smr_buf_pool *pool = smr_link_pool(link);
-	unsigned long deadline;
-	struct smr_buf *bigger;
+	struct smr_buf *bigger = ERR_PTR(-EPIPE);
 	bool taken = false;
 
-	smr_test_tx_grow_delay();
-	/* as long as a handshake step may wait for room on a busy link */
-	deadline = jiffies + msecs_to_jiffies(READ_ONCE(smr_hs_timeout_ms));
-	bigger = smr_buf_get(pool, conn->grow_size, false, conn->memcg,
-			     &deadline);
+	/*
+	 * Optional: nothing for a connection that stopped sending, and no
+	 * wait for the link's room (a registration still waits behind what
+	 * the link has in flight, which is why this is a work).
+	 */
+	if (READ_ONCE(conn->state) == SMR_CONN_ACTIVE)
+		bigger = smr_buf_get(pool, conn->grow_size, false, conn->memcg,
+				     NULL);
 	if (!IS_ERR(bigger)) {
+		smr_test_tx_grow_delay();
 		spin_lock_bh(&conn->lock);
-		if (conn->link == link && conn->sndbuf) {
+		if (conn->link == link && conn->state == SMR_CONN_ACTIVE) {
 			conn->sndbuf_next = bigger;
-			conn->user_charged += conn->grow_charge;
+			conn->user_charged += bigger->size;
 			taken = true;
 		}
 		spin_unlock_bh(&conn->lock);
-		if (!taken)
+		if (taken) {
+			/* a ring waiting for its swap holds nothing back */
+			smr_tx_push(smr);
+		} else {
 			smr_buf_put(pool, bigger);
+			smr_stat_inc(sock_net(&smr->sk),
+				     SMR_STAT_SNDBUF_GROW_DROPPED);
+		}
 	}
 	if (!taken)
-		smr_buf_uncharge_user(conn->charged_uid, conn->grow_charge);
+		smr_buf_uncharge_user(conn->charged_uid, conn->grow_size);
 	smr_buf_pool_unpin(pool);
 	smr_link_put(link);
 	sock_put(&smr->sk);
 }
 
 /*
- * The ring is empty and a grown one waits: swap them. Sock lock held (the
- * writer's), which keeps conn->link in place; the ring is empty, so no
- * posted WRITE reads the old one: every CDC slot holds the sock until it
- * completes, and its WRITEs complete before it.
+ * The ring is empty and a grown one waits: swap them, and give the old
+ * one back with its charge; or give the grown one back if the
+ * application set SO_SNDBUF meanwhile (its size rules then). Sock lock
+ * held (the writer's), which keeps conn->link in place; the ring is
+ * empty, so no posted WRITE reads the old one: every CDC slot holds the
+ * sock until it completes, and its WRITEs complete before it.
  */
 static void smr_tx_swap(struct smr_sock *smr)
 {
+	bool keep = smr->tcp->sk->sk_userlocks & SOCK_SNDBUF_LOCK;
 	struct smr_conn *conn = &smr->conn;
-	struct smr_buf *old;
+	struct smr_buf *unused;
 
 	sock_owned_by_me(&smr->sk);
 	spin_lock_bh(&conn->lock);
-	old = conn->sndbuf;
-	conn->sndbuf = conn->sndbuf_next;
+	if (keep) {
+		unused = conn->sndbuf_next;
+	} else {
+		unused = conn->sndbuf;
+		conn->sndbuf = conn->sndbuf_next;
+	}
 	conn->sndbuf_next = NULL;
+	conn->user_charged -= unused->size;
 	spin_unlock_bh(&conn->lock);
-	smr_buf_put(smr_link_pool(conn->link), old);
-	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_SNDBUF_GROWN);
+	smr_buf_uncharge_user(conn->charged_uid, unused->size);
+	smr_buf_put(smr_link_pool(conn->link), unused);
+	smr_stat_inc(sock_net(&smr->sk), keep ? SMR_STAT_SNDBUF_GROW_DROPPED :
+						SMR_STAT_SNDBUF_GROWN);
 }
 
 /*
@@ -634,7 +662,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len)
 		prod = conn->tx_prod;
 		space = sndbuf ? sndbuf->size - (prod - conn->tx_done) : 0;
 		empty = prod == conn->tx_done;
-		swap = conn->sndbuf_next;
+		swap = !!conn->sndbuf_next;
 		/* broken accounting must never write past the ring */
 		if (!err && sndbuf &&
 		    WARN_ON_ONCE(prod - conn->tx_done > sndbuf->size))

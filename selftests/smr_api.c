@@ -5860,15 +5860,18 @@ TEST_F(smr_api, buffers_uncharged_from_charged_uid)
 
 /*
  * A ring's growth still under way when the sockets close (the test
- * module's test_tx_grow_delay_ms holds it 2 s): its bigger ring goes back
- * to the pool, never to the gone connection, and its charge with it, so
- * that root has nothing charged once it is done; the closes do not wait
- * for it. TCP: the same closes.
+ * module's test_tx_grow_delay_ms holds the ring it got 2 s): the ring
+ * goes back to the pool, never to the closed connection
+ * (sndbufs_grow_dropped), and its charge with it, so that root has
+ * nothing charged once it is done; the closes do not wait for it. TCP:
+ * the same closes.
  */
 TEST_F(smr_api, grow_given_up_when_closed)
 {
 	static char chunk[GROW_CHUNK];
-	long long grown0 = 0, grown1 = 0, t0;
+	long long grown0 = 0, grown1 = 0, dropped0 = 0, dropped1 = 0, t0;
+	struct smr_info info;
+	socklen_t len;
 	char wmem[64];
 	long hits = 0;
 	FILE *f;
@@ -5884,8 +5887,15 @@ TEST_F(smr_api, grow_given_up_when_closed)
 	PAIR(&cli, &srv);
 	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
 	set_nonblock(cli, true);
-	if (self->smr && SMR_EXPECT_RDMA) {
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+		if (!SMR_EXPECT_RDMA)
+			SKIP(return, "rings grow in mode rdma only");
+		ASSERT_LT(info.sndbuf_size, 2 * info.peer_rmb_size);
 		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped0));
 		hits = window_read(GROW_DELAY, "hits");
 		ret = window_set(GROW_DELAY, "2000");
 		if (ret)
@@ -5896,11 +5906,13 @@ TEST_F(smr_api, grow_given_up_when_closed)
 		if (send(cli, chunk, sizeof(chunk), MSG_DONTWAIT) < 0)
 			break;
 	EXPECT_EQ(EAGAIN, errno);
+	/* the growth has its ring and holds it: close now */
+	window_wait_taken(self->smr, GROW_DELAY);
 	t0 = smr_now_ms();
 	close(cli);
 	close(srv);
 	EXPECT_GT(GROW_SEND_MS, smr_now_ms() - t0);
-	if (!self->smr || !SMR_EXPECT_RDMA)
+	if (!self->smr)
 		return;
 	/* the growth took its delay and ended */
 	for (n = 0; n < 1000 && window_read(GROW_DELAY, "hits") == hits; n++)
@@ -5909,6 +5921,8 @@ TEST_F(smr_api, grow_given_up_when_closed)
 	EXPECT_EQ(0, smr_user_wait(0, 0, 10000));
 	ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown1));
 	EXPECT_EQ(grown0, grown1);
+	ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped1));
+	EXPECT_EQ(dropped0 + 1, dropped1);
 }
 
 /* The cgroup v2 hierarchy (mounted at /sys/fs/cgroup if it is not): "" if none. */
