@@ -105,13 +105,12 @@ struct smr_conn {
 	bool			tx_grown;	/* sock lock: growth was tried */
 	/*
 	 * The send ring's growth (tx.c): its work gets @sndbuf_next without
-	 * the sock lock, from @grow_link (a reference) for @grow_charge more
-	 * bytes (charged): both set before it is queued, read by it alone.
+	 * the sock lock, from @grow_link (a reference), @grow_size bytes
+	 * (charged): both set before it is queued, read by it alone.
 	 */
 	struct work_struct	grow_work;
 	struct smr_link		*grow_link;
 	u32			grow_size;
-	long			grow_charge;
 	struct timer_list	cork_timer;	/* sends what a cork held back */
 	struct timer_list	tcp_err_timer;	/* inner TCP failed: reset soon */
 	struct timer_list	orphan_timer;	/* closed: peer's final overdue */
@@ -302,6 +301,7 @@ int smr_tx_sendmsg(struct smr_sock *smr, struct msghdr *msg, size_t len);
 void smr_tx_push(struct smr_sock *smr);
 void smr_tx_cork_expired(struct timer_list *t);
 void smr_tx_grow_work(struct work_struct *work);
+void smr_tx_drop_grown(struct smr_sock *smr);
 int smr_tx_wait_sent(struct smr_sock *smr, long timeo);
 bool smr_tx_writable_locked(const struct smr_conn *conn);
 void smr_tx_write_space(struct smr_sock *smr);

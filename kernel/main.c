@@ -57,8 +57,8 @@ static int __init smr_init(void)
 		err = -ENOMEM;
 		goto err_proto;
 	}
-	/* a send ring's growth waits on its link: apart, and few at once */
-	smr_tx_wq = alloc_workqueue("smr_tx", WQ_UNBOUND, SMR_TX_WQ_ACTIVE);
+	/* a send ring's growth waits on its link: apart from the rest */
+	smr_tx_wq = alloc_workqueue("smr_tx", WQ_UNBOUND, 0);
 	if (!smr_tx_wq) {
 		err = -ENOMEM;
 		goto err_wq;

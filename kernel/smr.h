@@ -176,11 +176,11 @@ static inline struct smr_sock *smr_of_conn(struct smr_conn *conn)
 /* the module's workqueue for socket work (main.c) */
 extern struct workqueue_struct *smr_wq;
 /*
- * and for send rings' growth (tx.c), which waits on a link: its own, so
- * that no number of them delays a handshake, SMR_TX_WQ_ACTIVE at once
+ * and for send rings' growth (tx.c), which waits on its link: its own, so
+ * that no number of them delays a handshake, and unlimited, so that one
+ * busy link's never delay another's (its teardown waits for them)
  */
 extern struct workqueue_struct *smr_tx_wq;
-#define SMR_TX_WQ_ACTIVE	4
 
 /*
  * Queue @work on smr_wq for @sk; the work drops one sock reference when it

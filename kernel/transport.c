@@ -427,6 +427,7 @@ static int smr_rdma_shutdown(struct smr_sock *smr, int how)
 		lock_sock(&smr->sk);
 		smr_test_shutdown_window(&smr->conn);
 		smr_close_shutdown_wr(smr);
+		smr_tx_drop_grown(smr);
 		release_sock(&smr->sk);
 		smr_tx_push(smr);
 	}
@@ -465,6 +466,7 @@ static bool smr_rdma_release(struct smr_sock *smr, bool reset)
 		smr_conn_abort(smr, SMR_ABORT_LOCAL);
 	lock_sock(sk);
 	linger = smr_close_app(smr);
+	smr_tx_drop_grown(smr);
 	smr_tx_push(smr);
 	if (linger)
 		smr_tx_wait_sent(smr, sk->sk_lingertime);

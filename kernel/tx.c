@@ -499,7 +499,7 @@ void smr_tx_grow_work(struct work_struct *work)
 		spin_lock_bh(&conn->lock);
 		if (conn->link == link && conn->state == SMR_CONN_ACTIVE) {
 			conn->sndbuf_next = bigger;
-			conn->user_charged += bigger->size;
+			conn->user_charged += conn->grow_size;
 			taken = true;
 		}
 		spin_unlock_bh(&conn->lock);
@@ -548,6 +548,31 @@ static void smr_tx_swap(struct smr_sock *smr)
 	smr_buf_put(smr_link_pool(conn->link), unused);
 	smr_stat_inc(sock_net(&smr->sk), keep ? SMR_STAT_SNDBUF_GROW_DROPPED :
 						SMR_STAT_SNDBUF_GROWN);
+}
+
+/*
+ * The application stopped writing (shutdown(SHUT_WR), close()): a grown
+ * ring that waits for its swap never will be swapped in; give it back
+ * with its charge rather than hold both rings until the connection ends.
+ * Sock lock held, which keeps conn->link in place.
+ */
+void smr_tx_drop_grown(struct smr_sock *smr)
+{
+	struct smr_conn *conn = &smr->conn;
+	struct smr_buf *unused;
+
+	sock_owned_by_me(&smr->sk);
+	spin_lock_bh(&conn->lock);
+	unused = conn->sndbuf_next;
+	conn->sndbuf_next = NULL;
+	if (unused)
+		conn->user_charged -= unused->size;
+	spin_unlock_bh(&conn->lock);
+	if (!unused)
+		return;
+	smr_buf_uncharge_user(conn->charged_uid, unused->size);
+	smr_buf_put(smr_link_pool(conn->link), unused);
+	smr_stat_inc(sock_net(&smr->sk), SMR_STAT_SNDBUF_GROW_DROPPED);
 }
 
 /*

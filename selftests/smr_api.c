@@ -5925,6 +5925,74 @@ TEST_F(smr_api, grow_given_up_when_closed)
 	EXPECT_EQ(dropped0 + 1, dropped1);
 }
 
+/*
+ * A grown ring that came while the old one was full waits to be swapped in
+ * once the old one is empty; a writer that shuts down its writing never
+ * will swap it: shutdown(SHUT_WR) gives it back at once, charge and all
+ * (sndbufs_grow_dropped +1, root's charge down by its size), and the
+ * bytes in the old ring still arrive. TCP: the same shutdown and bytes.
+ */
+TEST_F(smr_api, grown_ring_dropped_at_shutdown)
+{
+	long long dropped0 = 0, dropped1 = 0, held0 = 0, held1 = 0, sent = 0;
+	struct smr_info info;
+	socklen_t len;
+	char wmem[64];
+	long hits = 0;
+	FILE *f;
+	int cli, srv, n, ret;
+
+	f = fopen(TCP_WMEM, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(wmem, sizeof(wmem), f));
+	fclose(f);
+	wmem[strcspn(wmem, "\n")] = 0;
+	ASSERT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem",
+			      "4096 16384 65536"));
+	PAIR(&cli, &srv);
+	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
+	set_nonblock(cli, true);
+	if (self->smr) {
+		len = sizeof(info);
+		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
+		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
+		if (!SMR_EXPECT_RDMA)
+			SKIP(return, "rings grow in mode rdma only");
+		ASSERT_LT(info.sndbuf_size, 2 * info.peer_rmb_size);
+		hits = window_read(GROW_DELAY, "hits");
+		/* held a moment: it comes while the ring is still full */
+		ret = window_set(GROW_DELAY, "300");
+		if (ret)
+			SKIP(return, "no %s_ms (not the test module): %s",
+			     GROW_DELAY, strerror(-ret));
+	}
+	sent = fill_until_blocked(cli, 51);
+	ASSERT_LT(0, sent);
+	if (self->smr) {
+		/* the grown ring came: the connection holds both */
+		for (n = 0; n < 1000 && window_read(GROW_DELAY, "hits") == hits; n++)
+			usleep(10 * 1000);
+		window_check(_metadata, GROW_DELAY, hits, 1);
+		usleep(100 * 1000);
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped0));
+		held0 = smr_user_bytes(0);
+	}
+	ASSERT_EQ(0, xshutdown(cli, SHUT_WR));
+	if (self->smr) {
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped1));
+		EXPECT_EQ(dropped0 + 1, dropped1);
+		held1 = smr_user_bytes(0);
+		/* twice the peer's RMB at least went back */
+		EXPECT_LE(2LL * info.peer_rmb_size, held0 - held1)
+			TH_LOG("root held %lld before the shutdown, %lld after",
+			       held0, held1);
+	}
+	drain_check(_metadata, srv, sent, 51);
+	EXPECT_EQ(0, recv_upto(srv, &(char){0}, 1, SOON_MS));
+	close(cli);
+	close(srv);
+}
+
 /* The cgroup v2 hierarchy (mounted at /sys/fs/cgroup if it is not): "" if none. */
 static const char *cgroup2_root(void)
 {
