@@ -43,6 +43,12 @@
  * they completed);
  * test_tx_grow_delay_hits counts those waits.
  *
+ * test_tx_grow_hold (selftests faults, qp_fatal): while 1, every send ring
+ * growth that got its ring holds it, and its pin on the link's pool, for
+ * as long (at most SMR_TEST_HOLD_MAX_MS) before it gives it to its
+ * connection, so that a link can fail under it; test_tx_grow_held counts
+ * the growths that began to hold.
+ *
  * test_hs_answer_delay_ms (selftests smr_api, handshake_slow_client and
  * handshake_peer_gave_up): the next client that read its server's ACCEPT
  * waits N ms before it goes on (buffers, CONFIRM), as a client whose
@@ -149,10 +155,32 @@ static void smr_test_delay(struct smr_test_shot *shot)
 	atomic_inc(&shot->hits);
 }
 
-/* See test_tx_grow_delay_ms above. Process context. */
+static bool smr_test_tx_grow_hold;
+module_param_named(test_tx_grow_hold, smr_test_tx_grow_hold, bool, 0644);
+MODULE_PARM_DESC(test_tx_grow_hold,
+		 "test only: while 1, send ring growths hold the ring they got");
+
+static atomic_t smr_test_tx_grow_held = ATOMIC_INIT(0);
+module_param_named(test_tx_grow_held, smr_test_tx_grow_held.counter, int,
+		   0444);
+MODULE_PARM_DESC(test_tx_grow_held,
+		 "test only: send ring growths that began to hold their ring");
+
+/* a hold keeps a link's teardown waiting: at most this long */
+#define SMR_TEST_HOLD_MAX_MS	60000
+
+/* See test_tx_grow_delay_ms and test_tx_grow_hold above. Process context. */
 void smr_test_tx_grow_delay(void)
 {
+	unsigned long until;
+
 	smr_test_delay(&smr_test_tx_grow_delay_shot);
+	if (!READ_ONCE(smr_test_tx_grow_hold))
+		return;
+	atomic_inc(&smr_test_tx_grow_held);
+	until = jiffies + msecs_to_jiffies(SMR_TEST_HOLD_MAX_MS);
+	while (READ_ONCE(smr_test_tx_grow_hold) && time_before(jiffies, until))
+		msleep(20);
 }
 
 /* See test_hs_answer_delay_ms above. Process context, sock lock held. */

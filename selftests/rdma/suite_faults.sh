@@ -12,7 +12,7 @@
 suite_tests=(
 	"partition|B drops every RoCE packet it receives (nftables, UDP 4791) under bulk transfers both ways: every SMR socket on both hosts fails (ECONNRESET/ETIMEDOUT) within 30 s, both links go, rmmod succeeds on both, and once the drop ends a new connection runs in mode rdma again"
 	"silent|B frozen (QEMU stopped: no FIN, no RST, no teardown; on the switched wire what A sends it is lost) under bulk transfers both ways: every SMR socket on A fails (ECONNRESET/ETIMEDOUT) within 30 s, A's link goes, its buffers are freed and rmmod succeeds; thawed, B's sockets and link fail too"
-	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways, while one of A's connections is growing its send ring (test_tx_grow_delay_ms holds the ring it got 12 s: the teardown must wait for it before it frees the pool): every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), the grown ring is given back unused (sndbufs_grow_dropped), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
+	"qp_fatal|A's RDMA device fails the link's QP (it goes to error, its requests flush) and raises the fatal QP event in hard interrupt context (test hook fault_link_qp_fatal_irq: a hard irq_work, as a driver's interrupt handler does) under bulk transfers both ways, while A's connections grow their send rings (test_tx_grow_hold: each holds the ring it got until released): every SMR socket on both hosts fails within 30 s, both links go, the failure is counted once (links_failed), A's link teardown waits for the held growths before it frees the pool (links_destroyed +0 until they are released, +1 after) and their rings are given back unused (sndbufs_grow_dropped), a new connection runs in mode rdma on a new link; on the debug kernel lockdep sees no lock taken in hard interrupt context that is taken elsewhere with interrupts on"
 	"refused|A's device refuses a CDC post under bulk transfers both ways (test module: fault_link_post, as a broken QP refuses one): A's link goes down, counted once (links_failed +1) and said in A's kernel log ('send refused: link down', once), every SMR socket on both hosts fails, both links go, a new connection runs in mode rdma on a new link"
 	"busy|B's CPUs held by real-time busy loops (its CQ handler runs late) while 200 established connections flood writes of 1..64 B both ways: senders wait for credits (cdc_waits), no RNR NAK on either host (rxe counters), no link fails, every byte intact"
 	"waiters|connections queued on A's link for a slot or credit (B held busy) when A's RDMA device is removed: every socket fails, the wait list's references are dropped (sockets_active back to 0) and rmmod succeeds"
@@ -241,10 +241,11 @@ fault_under_bulk() {
 	pid=$bg_pid
 	snap "$name.pre"
 	: >"$work/$name.trigger"
-	# a growth asked to hold its ring (fault_grow_hold): it holds it now
+	# growths asked to hold their rings (fault_grow_hold: the count
+	# before): one holds it now
 	if [ -n "${fault_grow_hold:-}" ]; then
-		wait_bound 60 grow_held ||
-			t_fail "A: no send ring growth took test_tx_grow_delay_ms before the fault"
+		wait_bound 60 grow_held "$fault_grow_hold" ||
+			t_fail "A: no send ring growth held its ring before the fault"
 	fi
 	fault_at=$SECONDS
 	r=$( { echo 1 >"/sys/module/smr/parameters/$3"; } 2>&1) ||
@@ -271,41 +272,45 @@ after_fault() {
 	ck "afterwards: a new connection in mode rdma, intact" "$(summary_field "$1" client ok)" eq 1
 }
 
-# grow_held: A's armed growth delay was taken (a growth holds its ring).
+# grow_held COUNT: more of A's growths than COUNT began to hold their ring.
 grow_held() {
-	[ "$(cat /sys/module/smr/parameters/test_tx_grow_delay_ms)" = 0 ]
+	[ "$(cat /sys/module/smr/parameters/test_tx_grow_held)" -gt "$1" ]
+}
+
+# grow_released: A's failed link finished its teardown (links_destroyed
+# since qpf.pre).
+grow_released() {
+	snap_stats qpf.rel
+	[ "$(delta qpf.pre qpf.rel a links_destroyed)" -ge 1 ]
 }
 
 case_qp_fatal() {
-	local p=/sys/module/smr/parameters grow_hits
+	local p=/sys/module/smr/parameters
 	t_begin qp_fatal
-	# the first of A's connections to outgrow its ring holds the new one
-	grow_hits=$(cat "$p/test_tx_grow_delay_hits")
-	echo 12000 >"$p/test_tx_grow_delay_ms"
-	fault_grow_hold=1
+	# A's connections that outgrow their rings hold the new ones
+	fault_grow_hold=$(cat "$p/test_tx_grow_held")
+	echo 1 >"$p/test_tx_grow_hold"
 	fault_under_bulk qpf 6139 fault_link_qp_fatal_irq || {
 		fault_grow_hold=
-		echo 0 >"$p/test_tx_grow_delay_ms"
+		echo 0 >"$p/test_tx_grow_hold"
 		t_end
 		return
 	}
 	fault_grow_hold=
-	wait_bound 30 grow_done "$grow_hits" ||
-		t_fail "A: the growth held across the fault never ended"
-	snap_stats qpf.grow
-	ck "A: growths given back unused (the fault came while one held its ring)" \
-		"$(delta qpf.pre qpf.grow a sndbufs_grow_dropped)" ge 1
+	snap_stats qpf.held
+	ck "A: links destroyed while growths hold their rings (the teardown waits for them)" \
+		"$(delta qpf.pre qpf.held a links_destroyed)" eq 0
+	echo 0 >"$p/test_tx_grow_hold"
+	wait_bound 30 grow_released ||
+		t_fail "A: the failed link's teardown did not end once the growths let go"
+	ck "A: growths given back unused (the link failed while they held their rings)" \
+		"$(delta qpf.pre qpf.rel a sndbufs_grow_dropped)" ge 1
 	ck "A's kernel: the hook ran in hard interrupt context" \
 		"$(dmesg | grep -c 'QP fatal event in hard interrupt context: 1')" eq 1
 	t_diag "A's kernel: $(dmesg | grep -E 'link [0-9]+: .*link down' | tail -n 2 | tr '\n' ' ')"
 	after_fault qpf2 6140
-	t_note "fatal QP event on A: A's $ok_n/$faults_conns sockets failed, both links gone $links_gone_after s after it, links_failed +$(delta qpf.pre qpf.post a links_failed); a growth held its ring across the fault and gave it back (sndbufs_grow_dropped +$(delta qpf.pre qpf.grow a sndbufs_grow_dropped)); a new connection ran in mode rdma"
+	t_note "fatal QP event on A: A's $ok_n/$faults_conns sockets failed, both links gone $links_gone_after s after it, links_failed +$(delta qpf.pre qpf.post a links_failed); growths held their rings across the fault, the teardown waited for them and they gave them back (sndbufs_grow_dropped +$(delta qpf.pre qpf.rel a sndbufs_grow_dropped)); a new connection ran in mode rdma"
 	t_end
-}
-
-# grow_done HITS: A's growth delay counted a hit since HITS (it ended).
-grow_done() {
-	[ "$(cat /sys/module/smr/parameters/test_tx_grow_delay_hits)" -gt "$1" ]
 }
 
 # A post the device refuses (a broken QP's; the test module's
