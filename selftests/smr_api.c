@@ -511,6 +511,26 @@ static void small_buf_pair(META, const SELF *self, int l,
 
 #define SMALL_BUF_PAIR(l, la, cli, srv)	small_buf_pair(_metadata, self, l, la, cli, srv)
 
+/*
+ * The same pair with a plain TCP listener: an SMR client falls back (its
+ * mode is checked), and TCP's own room and signals decide.
+ */
+static void small_buf_fallback_pair(META, const SELF *self, int *cli,
+				    int *srv)
+{
+	struct sockaddr_storage la;
+	struct smr_info info;
+	socklen_t len = sizeof(info);
+	int l;
+
+	l = tcp_listener(_metadata, self, 4, &la);
+	small_buf_pair(_metadata, self, l, &la, cli, srv);
+	if (self->smr) {
+		ASSERT_EQ(0, smr_info_get(*cli, &info, &len));
+		ASSERT_EQ(SMR_MODE_TCP, info.mode);
+	}
+}
+
 /* An int socket option that must be readable: its value. */
 static int getint_ok(META, int fd, int level, int name)
 {
@@ -2875,18 +2895,9 @@ TEST_F(smr_api, sigio_out_when_room)
  */
 TEST_F(smr_api, sigio_out_when_room_fallback)
 {
-	struct sockaddr_storage la;
-	struct smr_info info;
-	int l, cli, srv;
-	socklen_t len;
+	int cli, srv;
 
-	l = tcp_listener(_metadata, self, 4, &la);
-	SMALL_BUF_PAIR(l, &la, &cli, &srv);
-	if (self->smr) {
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
-		ASSERT_EQ(SMR_MODE_TCP, info.mode);
-	}
+	small_buf_fallback_pair(_metadata, self, &cli, &srv);
 	check_sigio_out(_metadata, cli, srv);
 }
 
@@ -3022,18 +3033,9 @@ TEST_F(smr_api, sigio_not_for_own_shutdown)
 /* The same on an SMR socket that fell back: TCP's own signals. */
 TEST_F(smr_api, sigio_not_for_own_shutdown_fallback)
 {
-	struct sockaddr_storage la;
-	struct smr_info info;
-	int l, cli, srv;
-	socklen_t len;
+	int cli, srv;
 
-	l = tcp_listener(_metadata, self, 4, &la);
-	SMALL_BUF_PAIR(l, &la, &cli, &srv);
-	if (self->smr) {
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
-		ASSERT_EQ(SMR_MODE_TCP, info.mode);
-	}
+	small_buf_fallback_pair(_metadata, self, &cli, &srv);
 	check_sigio_not_for_shutdown(_metadata, cli, srv);
 }
 
@@ -3740,23 +3742,23 @@ TEST_F(smr_api, shutdown_wr_during_send)
 #define GROW_SEND_MS	1000	/* a non-blocking send takes far less */
 #define TCP_WMEM	"/proc/sys/net/ipv4/tcp_wmem"
 
-TEST_F(smr_api, nonblock_send_not_held_by_grow)
+/*
+ * A pair whose client (non-blocking) has a ring smaller than twice the
+ * peer's RMB, so that filling it makes it grow: TCP's send buffer (which
+ * sizes it) held to 64 KiB while the pair connects. SMR: @info is the
+ * client's, and test_tx_grow_delay_ms is armed for @delay_ms (its hits so
+ * far in @hits). 0, or a reason to skip (TCP mode, no test module).
+ */
+static const char *grow_pair(META, const SELF *self, int *cli, int *srv,
+			     struct smr_info *info, const char *delay_ms,
+			     long *hits)
 {
-	static char chunk[GROW_CHUNK], sink[GROW_CHUNK];
-	long long sent = 0, got = 0, t0, took, grown0 = 0, grown1 = 0;
-	struct smr_info info;
-	socklen_t len;
-	unsigned int first_ring = 0;
+	static char reason[96];
+	socklen_t len = sizeof(*info);
 	char wmem[64];
-	long hits = 0;
 	FILE *f;
-	int cli, srv, ret, n;
-	ssize_t r;
+	int ret;
 
-	/*
-	 * A first ring smaller than twice the peer's RMB: TCP's send buffer
-	 * (which sizes it) held to 64 KiB while the pair connects.
-	 */
 	f = fopen(TCP_WMEM, "r");
 	ASSERT_NE(NULL, f);
 	ASSERT_NE(NULL, fgets(wmem, sizeof(wmem), f));
@@ -3764,25 +3766,56 @@ TEST_F(smr_api, nonblock_send_not_held_by_grow)
 	wmem[strcspn(wmem, "\n")] = 0;
 	ASSERT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem",
 			      "4096 16384 65536"));
-	PAIR(&cli, &srv);
+	make_pair(_metadata, self, cli, srv);
 	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
-	set_nonblock(cli, true);
-	if (self->smr) {
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
-		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
-		if (!SMR_EXPECT_RDMA)
-			SKIP(return, "rings grow in mode rdma only");
-		/* else there is nothing to grow, and the case proves nothing */
-		ASSERT_LT(info.sndbuf_size, 2 * info.peer_rmb_size);
-		first_ring = info.sndbuf_size;
-		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
-		hits = window_read(GROW_DELAY, "hits");
-		ret = window_set(GROW_DELAY, "3000");
-		if (ret)
-			SKIP(return, "no %s_ms (not the test module): %s",
-			     GROW_DELAY, strerror(-ret));
+	set_nonblock(*cli, true);
+	if (!self->smr)
+		return NULL;
+	ASSERT_EQ(0, smr_info_get(*cli, info, &len));
+	ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info->mode);
+	if (!SMR_EXPECT_RDMA)
+		return "rings grow in mode rdma only";
+	/* else there is nothing to grow, and the case proves nothing */
+	ASSERT_LT(info->sndbuf_size, 2 * info->peer_rmb_size);
+	*hits = window_read(GROW_DELAY, "hits");
+	ret = window_set(GROW_DELAY, delay_ms);
+	if (ret) {
+		snprintf(reason, sizeof(reason),
+			 "no %s_ms (not the test module): %s", GROW_DELAY,
+			 strerror(-ret));
+		return reason;
 	}
+	return NULL;
+}
+
+/* Until the growth that took the delay armed after @hits ended (10 s). */
+static void grow_wait_hit(META, long hits)
+{
+	int n;
+
+	for (n = 0; n < 1000 && window_read(GROW_DELAY, "hits") == hits; n++)
+		usleep(10 * 1000);
+	window_check(_metadata, GROW_DELAY, hits, 1);
+}
+
+TEST_F(smr_api, nonblock_send_not_held_by_grow)
+{
+	static char chunk[GROW_CHUNK], sink[GROW_CHUNK];
+	long long sent = 0, got = 0, t0, took, grown0 = 0, grown1 = 0;
+	struct smr_info info = { 0 };
+	unsigned int first_ring;
+	const char *skip;
+	long hits = 0;
+	socklen_t len;
+	int cli, srv, n;
+	ssize_t r;
+
+	skip = grow_pair(_metadata, self, &cli, &srv, &info, "3000", &hits);
+	if (skip)
+		SKIP(return, "%s", skip);
+	first_ring = info.sndbuf_size;
+	if (self->smr)
+		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
 	/* fill the ring (and the peer's): the writer wants a bigger one */
 	for (n = 0; n < 4096; n++) {
 		r = send(cli, chunk, sizeof(chunk), MSG_DONTWAIT);
@@ -5871,36 +5904,16 @@ TEST_F(smr_api, grow_given_up_when_closed)
 	static char chunk[GROW_CHUNK];
 	long long grown0 = 0, grown1 = 0, dropped0 = 0, dropped1 = 0, t0;
 	struct smr_info info;
-	socklen_t len;
-	char wmem[64];
+	const char *skip;
 	long hits = 0;
-	FILE *f;
-	int cli, srv, n, ret;
+	int cli, srv, n;
 
-	f = fopen(TCP_WMEM, "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(wmem, sizeof(wmem), f));
-	fclose(f);
-	wmem[strcspn(wmem, "\n")] = 0;
-	ASSERT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem",
-			      "4096 16384 65536"));
-	PAIR(&cli, &srv);
-	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
-	set_nonblock(cli, true);
+	skip = grow_pair(_metadata, self, &cli, &srv, &info, "2000", &hits);
+	if (skip)
+		SKIP(return, "%s", skip);
 	if (self->smr) {
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
-		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
-		if (!SMR_EXPECT_RDMA)
-			SKIP(return, "rings grow in mode rdma only");
-		ASSERT_LT(info.sndbuf_size, 2 * info.peer_rmb_size);
 		ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown0));
 		ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped0));
-		hits = window_read(GROW_DELAY, "hits");
-		ret = window_set(GROW_DELAY, "2000");
-		if (ret)
-			SKIP(return, "no %s_ms (not the test module): %s",
-			     GROW_DELAY, strerror(-ret));
 	}
 	for (n = 0; n < 4096; n++)
 		if (send(cli, chunk, sizeof(chunk), MSG_DONTWAIT) < 0)
@@ -5915,9 +5928,7 @@ TEST_F(smr_api, grow_given_up_when_closed)
 	if (!self->smr)
 		return;
 	/* the growth took its delay and ended */
-	for (n = 0; n < 1000 && window_read(GROW_DELAY, "hits") == hits; n++)
-		usleep(10 * 1000);
-	window_check(_metadata, GROW_DELAY, hits, 1);
+	grow_wait_hit(_metadata, hits);
 	EXPECT_EQ(0, smr_user_wait(0, 0, 10000));
 	ASSERT_EQ(0, smr_stat_read("sndbufs_grown", &grown1));
 	EXPECT_EQ(grown0, grown1);
@@ -5936,43 +5947,19 @@ TEST_F(smr_api, grown_ring_dropped_at_shutdown)
 {
 	long long dropped0 = 0, dropped1 = 0, held0 = 0, held1 = 0, sent = 0;
 	struct smr_info info;
-	socklen_t len;
-	char wmem[64];
+	const char *skip;
 	long hits = 0;
-	FILE *f;
-	int cli, srv, n, ret;
+	int cli, srv;
 
-	f = fopen(TCP_WMEM, "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(wmem, sizeof(wmem), f));
-	fclose(f);
-	wmem[strcspn(wmem, "\n")] = 0;
-	ASSERT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem",
-			      "4096 16384 65536"));
-	PAIR(&cli, &srv);
-	EXPECT_EQ(0, file_put("/proc/sys/net/ipv4", "tcp_wmem", wmem));
-	set_nonblock(cli, true);
-	if (self->smr) {
-		len = sizeof(info);
-		ASSERT_EQ(0, smr_info_get(cli, &info, &len));
-		ASSERT_EQ(SMR_EXPECT_CONNECTED_MODE, info.mode);
-		if (!SMR_EXPECT_RDMA)
-			SKIP(return, "rings grow in mode rdma only");
-		ASSERT_LT(info.sndbuf_size, 2 * info.peer_rmb_size);
-		hits = window_read(GROW_DELAY, "hits");
-		/* held a moment: it comes while the ring is still full */
-		ret = window_set(GROW_DELAY, "300");
-		if (ret)
-			SKIP(return, "no %s_ms (not the test module): %s",
-			     GROW_DELAY, strerror(-ret));
-	}
+	/* held a moment: the grown ring comes while the old one is full */
+	skip = grow_pair(_metadata, self, &cli, &srv, &info, "300", &hits);
+	if (skip)
+		SKIP(return, "%s", skip);
 	sent = fill_until_blocked(cli, 51);
 	ASSERT_LT(0, sent);
 	if (self->smr) {
 		/* the grown ring came: the connection holds both */
-		for (n = 0; n < 1000 && window_read(GROW_DELAY, "hits") == hits; n++)
-			usleep(10 * 1000);
-		window_check(_metadata, GROW_DELAY, hits, 1);
+		grow_wait_hit(_metadata, hits);
 		usleep(100 * 1000);
 		ASSERT_EQ(0, smr_stat_read("sndbufs_grow_dropped", &dropped0));
 		held0 = smr_user_bytes(0);
